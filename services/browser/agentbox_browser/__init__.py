@@ -1,0 +1,1 @@
+"""Browser program: Chromium under supervision, Playwright over CDP, and the page-level browser_* MCP tools."""

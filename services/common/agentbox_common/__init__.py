@@ -1,0 +1,1 @@
+"""Helpers that more than one agentbox service needs: settings parsing, logging, process groups."""

@@ -1,0 +1,36 @@
+"""Logging set-up shared by the services: plain text by default, one JSON object per line with
+``LOG_FORMAT=json``. Secrets are never passed to loggers, so no scrubbing happens here."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def configure_logging(level: str | None = None) -> None:
+    """Configure the root logger once, from ``LOG_LEVEL`` and ``LOG_FORMAT``."""
+    handler = logging.StreamHandler(sys.stderr)
+    if os.environ.get("LOG_FORMAT", "").lower() == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel((level or os.environ.get("LOG_LEVEL", "INFO")).upper())

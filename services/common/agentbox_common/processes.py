@@ -1,0 +1,41 @@
+"""Process-group handling: commands run in their own session so a timeout or a disconnect can kill
+the whole tree, not just the direct child."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Mapping
+
+#: Variables that must never reach commands, interpreters or agents run inside the sandbox.
+SECRET_VARIABLES = frozenset({"AIO_API_KEY", "AICODEBOX_MCP_MODE_TOKEN", "AICODEBOX_API_MODE_TOKEN"})
+
+
+def sandbox_environment(base: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for sandboxed programs: the service's own, minus its secrets."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in SECRET_VARIABLES}
+    if extra:
+        env.update(extra)
+    return env
+
+
+def kill_process_group(pid: int, sig: int = signal.SIGKILL) -> None:
+    """Signal the process group led by ``pid``; a group that is already gone is not an error."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+async def terminate_process_group(process: asyncio.subprocess.Process, grace: float = 2.0) -> None:
+    """SIGTERM the group, wait ``grace`` seconds, then SIGKILL whatever is left and reap the child."""
+    if process.returncode is None:
+        kill_process_group(process.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), grace)
+        except TimeoutError:
+            pass
+    kill_process_group(process.pid, signal.SIGKILL)
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            await process.wait()

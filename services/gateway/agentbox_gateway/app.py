@@ -1,0 +1,57 @@
+"""Assembles the gateway: planes, the MCP door, the REST door, the CDP proxy and the guards."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route
+
+from . import __version__
+from .mcp_door import build_mcp_app, build_mcp_server
+from .mcp_tools import builtin_tools
+from .mcp_tools.registry import ToolRegistry
+from .planes import Planes
+from .rest import build_rest_app
+from .security import ApiKeyGuard, OriginGuard
+from .settings import GatewaySettings
+from .upstreams import UpstreamRouter
+
+
+async def health(request: Request) -> JSONResponse:
+    return JSONResponse({"status": "ok", "version": __version__})
+
+
+def build_app(settings: GatewaySettings) -> Starlette:
+    planes = Planes.create(settings)
+    registry = ToolRegistry(builtin_tools(planes))
+    upstreams = UpstreamRouter.from_config(settings)
+    mcp_server = build_mcp_server(registry, upstreams)
+    mcp_app = build_mcp_app(mcp_server, settings.host)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with mcp_server.session_manager.run():
+            try:
+                yield
+            finally:
+                await upstreams.aclose()
+                await planes.aclose()
+
+    rest_app = build_rest_app(planes, settings)
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        *mcp_app.routes,
+        Mount("", app=rest_app),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.settings = settings
+    app.state.planes = planes
+    app.state.registry = registry
+    app.state.upstreams = upstreams
+    app.add_middleware(ApiKeyGuard, api_key=settings.api_key)
+    app.add_middleware(OriginGuard, allowed_origins=settings.allowed_origins)
+    return app

@@ -1,0 +1,77 @@
+"""The MCP door: a stateless low-level ``mcp`` Server publishing the built-in tools first, then the
+tools of registered upstream MCP servers, and routing each call to whichever owns the name.
+
+Unknown tools are a JSON-RPC ``-32602 unknown tool: <name>`` (as aiod answers); tools that ran and
+failed are ``isError`` results, produced by the registry and the upstream router."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+
+from . import __version__
+from .mcp_tools.registry import ToolRegistry
+from .settings import MAX_MCP_BODY_BYTES
+
+INSTRUCTIONS = (
+    "agentbox sandbox: a shell, Python and JavaScript interpreters, a file system and a Chromium "
+    "browser. All tools share one file system."
+)
+
+
+class ToolSource(Protocol):
+    """Tools that come from somewhere other than the built-in registry (aggregated upstreams)."""
+
+    async def list_tools(self, reserved: set[str]) -> list[types.Tool]:
+        """The published tools, skipping names in ``reserved`` (built-ins win collisions)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult | None:
+        """Forward a call; ``None`` when no upstream publishes ``name``."""
+
+
+def build_mcp_server(registry: ToolRegistry, upstreams: ToolSource | None = None) -> Server:
+    reserved = set(registry.names)
+
+    async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        tools = registry.tools()
+        if upstreams is not None:
+            tools.extend(await upstreams.list_tools(reserved))
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        name = params.name
+        if name in registry:
+            return await registry.call(name, params.arguments)
+        if upstreams is not None:
+            result = await upstreams.call_tool(name, params.arguments)
+            if result is not None:
+                return result
+        raise MCPError(types.INVALID_PARAMS, f"unknown tool: {name}")
+
+    return Server(
+        "agentbox",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def build_mcp_app(server: Server, host: str) -> Starlette:
+    """The SDK's streamable-HTTP app at ``/mcp``: stateless, JSON answers, 8 MiB body limit.
+
+    Host checks are off on purpose (the gateway is reached by container names and through reverse
+    proxies); the Origin check is the gateway's own middleware, which covers REST and CDP too."""
+    return server.streamable_http_app(
+        streamable_http_path="/mcp",
+        json_response=True,
+        stateless_http=True,
+        max_request_body_size=MAX_MCP_BODY_BYTES,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        host=host,
+    )

@@ -1,0 +1,85 @@
+"""The built-in tool registry: each tool is a name, a description, an input JSON Schema and an
+async handler. Arguments are checked against the schema here, once for every tool, so a missing
+or mistyped argument is an ``isError`` result naming it (``cmd is required``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+from mcp import types
+
+from .results import ToolError, text_result
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: Handler
+
+    def to_tool(self) -> types.Tool:
+        return types.Tool(name=self.name, description=self.description, input_schema=self.input_schema)
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in (error.instance or {})]
+        return f"{missing[0]} is required" if missing else error.message
+    location = ".".join(str(part) for part in error.absolute_path)
+    if error.validator == "type":
+        return f"{location or 'arguments'} must be of type {error.validator_value}"
+    if error.validator == "enum":
+        allowed = ", ".join(repr(v) for v in error.validator_value)
+        return f"{location or 'arguments'} must be one of {allowed}"
+    return f"{location}: {error.message}" if location else error.message
+
+
+def check_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> None:
+    """Raise :class:`ToolError` with a short, model-readable message when arguments break the schema."""
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: (e.validator != "required", e.path))
+    if errors:
+        raise ToolError(_describe(errors[0]))
+
+
+class ToolRegistry:
+    """Built-in tools in their published order."""
+
+    def __init__(self, specs: Iterable[ToolSpec]) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            if spec.name in self._specs:
+                raise ValueError(f"duplicate built-in tool {spec.name}")
+            self._specs[spec.name] = spec
+        self._tools = [spec.to_tool() for spec in self._specs.values()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._specs)
+
+    def tools(self) -> list[types.Tool]:
+        return list(self._tools)
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        spec = self._specs[name]
+        args = dict(arguments or {})
+        try:
+            check_arguments(spec.input_schema, args)
+            return await spec.handler(args)
+        except ToolError as exc:
+            return exc.to_result()
+        except Exception as exc:  # a failing tool never takes the server down
+            logger.exception("tool %s failed", name)
+            return text_result(f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)

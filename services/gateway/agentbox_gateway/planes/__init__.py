@@ -1,0 +1,41 @@
+"""The sandbox's capabilities ("planes"): plain async modules with typed inputs, results and
+errors. The MCP tools and the REST routes are thin doors over these; a behaviour lives here once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..settings import GatewaySettings
+from .browser import BrowserPlane
+from .code import CodePlane
+from .context import ContextPlane
+from .editor import EditorPlane
+from .files import FilePlane
+from .shell import ShellPlane
+
+
+@dataclass
+class Planes:
+    shell: ShellPlane
+    code: CodePlane
+    files: FilePlane
+    editor: EditorPlane
+    context: ContextPlane
+    browser: BrowserPlane
+
+    @classmethod
+    def create(cls, settings: GatewaySettings) -> Planes:
+        files = FilePlane(settings)
+        return cls(
+            shell=ShellPlane(settings),
+            code=CodePlane(settings),
+            files=files,
+            editor=EditorPlane(files),
+            context=ContextPlane(settings),
+            browser=BrowserPlane(settings),
+        )
+
+    async def aclose(self) -> None:
+        """Stop shells, interpreters and clients; each plane's ``aclose`` is idempotent."""
+        for plane in (self.shell, self.code, self.files, self.editor, self.context, self.browser):
+            await plane.aclose()

@@ -1,0 +1,53 @@
+"""The gateway's configuration, read once at start-up from the environment and ``aiod`` flags."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentbox_common.settings import env_csv, env_float, env_json_object, env_str
+
+DEFAULT_PORT = 18091
+MAX_MCP_BODY_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    #: ``AIO_API_KEY``: when set, every route but the public ones needs ``Authorization: Bearer``.
+    api_key: str = ""
+    #: ``AIO_ALLOWED_ORIGINS``: non-loopback browser origins allowed to call the gateway.
+    allowed_origins: tuple[str, ...] = ()
+    #: ``EXTRA_MCP_SERVERS`` / ``--mcp-servers``: the raw registration object, validated by upstreams.
+    mcp_servers: Mapping[str, Any] = field(default_factory=dict)
+    #: ``AIO_MCP_LIST_TIMEOUT``: the most one upstream may add to ``tools/list`` (seconds).
+    upstream_list_timeout: float = 2.0
+    #: ``AIO_MCP_CALL_TIMEOUT``: the most a forwarded ``tools/call`` may take (seconds).
+    upstream_call_timeout: float = 300.0
+    #: ``AIO_SKILLS_PATH``: folders holding a SKILL.md each.
+    skills_path: Path = field(default_factory=lambda: Path.home() / "skills")
+    #: ``AIO_BROWSER_URL``: the browser program's control endpoint (loopback).
+    browser_url: str = "http://127.0.0.1:8100"
+    #: ``AIO_CDP_URL``: Chromium's DevTools HTTP endpoint (loopback).
+    cdp_url: str = "http://127.0.0.1:9222"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GatewaySettings:
+        """Settings from the environment; keyword overrides (the CLI flags) win when not None."""
+        source = os.environ if env is None else env
+        values: dict[str, Any] = {
+            "api_key": env_str("AIO_API_KEY", "", source),
+            "allowed_origins": tuple(env_csv("AIO_ALLOWED_ORIGINS", [], source)),
+            "mcp_servers": env_json_object("EXTRA_MCP_SERVERS", source),
+            "upstream_list_timeout": env_float("AIO_MCP_LIST_TIMEOUT", 2.0, source, minimum=0.05),
+            "upstream_call_timeout": env_float("AIO_MCP_CALL_TIMEOUT", 300.0, source, minimum=0.05),
+            "skills_path": Path(env_str("AIO_SKILLS_PATH", str(Path.home() / "skills"), source)),
+            "browser_url": env_str("AIO_BROWSER_URL", "http://127.0.0.1:8100", source).rstrip("/"),
+            "cdp_url": env_str("AIO_CDP_URL", "http://127.0.0.1:9222", source).rstrip("/"),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from agentbox_gateway.app import build_app
+from agentbox_gateway.settings import GatewaySettings
+from tests.support.servers import serve_app
+
+
+@pytest.fixture
+def gateway_settings(tmp_path: Path) -> GatewaySettings:
+    """Settings isolated from the machine: a private skills folder, nothing aggregated, no key."""
+    skills = tmp_path / "skills"
+    skills.mkdir()
+    return replace(GatewaySettings.from_env({}), skills_path=skills)
+
+
+@pytest.fixture
+def gateway(gateway_settings: GatewaySettings) -> Iterator[str]:
+    """A real gateway on a random loopback port; yields its base URL."""
+    with serve_app(build_app(gateway_settings)) as url:
+        yield url
+
+
+@pytest.fixture
+def mcp_url(gateway: str) -> str:
+    return f"{gateway}/mcp"
