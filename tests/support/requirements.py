@@ -64,3 +64,14 @@ def require_node22() -> str:
                 return candidate
     missing("Node >= 22 is needed for the MCP conformance suite (set AGENTBOX_NODE22)")
     raise AssertionError("unreachable")
+
+
+def require_npm() -> str:
+    """npm (with Node >= 18 beside it), for tests that install a public npm package."""
+    npm, node = shutil.which("npm"), shutil.which("node")
+    if npm and node:
+        version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+        if version.startswith("v") and int(version[1:].split(".")[0]) >= 18:
+            return npm
+    missing("npm and Node >= 18 are needed to install @agent-infra/mcp-server-browser (apt-get install npm)")
+    raise AssertionError("unreachable")

@@ -5,20 +5,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
 from collections.abc import Mapping
 
 #: Variables that must never reach commands, interpreters or agents run inside the sandbox.
 SECRET_VARIABLES = frozenset({"AIO_API_KEY", "AICODEBOX_MCP_MODE_TOKEN", "AICODEBOX_API_MODE_TOKEN"})
+_PR_SET_DUMPABLE = 4
 
 
-def sandbox_environment(base: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def sandbox_environment(
+    base: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The environment for sandboxed programs: the service's own, minus its secrets."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in SECRET_VARIABLES}
     if extra:
         env.update(extra)
     return env
+
+
+def hide_own_environment() -> None:
+    """Mark this process non-dumpable, so that sandbox commands running as the same user can neither
+    read its ``/proc/<pid>/environ`` (where ``AIO_API_KEY`` and the tokens live) nor ptrace it.
+    ``execve`` resets the flag, so the commands it starts are unaffected. Best effort (Linux only)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def kill_process_group(pid: int, sig: int = signal.SIGKILL) -> None:

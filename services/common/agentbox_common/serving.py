@@ -5,8 +5,11 @@ from __future__ import annotations
 import uvicorn
 from starlette.types import ASGIApp
 
+from .processes import hide_own_environment
+
 
 def serve(app: ASGIApp, host: str, port: int) -> None:
+    hide_own_environment()
     config = uvicorn.Config(
         app,
         host=host,

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from . import __version__
+from . import __version__, cdp_proxy
 from .mcp_door import build_mcp_app, build_mcp_server
 from .mcp_tools import builtin_tools
 from .mcp_tools.registry import ToolRegistry
@@ -35,6 +35,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with mcp_server.session_manager.run():
+            await planes.code.start()  # warm interpreters in the background: no call pays their start-up
             try:
                 yield
             finally:
@@ -45,6 +46,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
     routes = [
         Route("/health", health, methods=["GET"]),
         *mcp_app.routes,
+        *cdp_proxy.routes(settings),
         Mount("", app=rest_app),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

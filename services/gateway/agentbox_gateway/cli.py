@@ -12,6 +12,7 @@ from agentbox_common.settings import ConfigError, parse_json_object
 from .app import build_app
 from .settings import DEFAULT_PORT, GatewaySettings
 
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aiod", description="agentbox sandbox daemon (MCP + REST gateway)")
     commands = parser.add_subparsers(dest="command", required=True)

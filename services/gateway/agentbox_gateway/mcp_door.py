@@ -10,12 +10,12 @@ from typing import Any, Protocol
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
-from mcp.shared.exceptions import MCPError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 from . import __version__
-from .mcp_tools.registry import ToolRegistry
+from .mcp_tools.registry import ToolRegistry, current_request
 from .settings import MAX_MCP_BODY_BYTES
 
 INSTRUCTIONS = (
@@ -37,7 +37,9 @@ class ToolSource(Protocol):
 def build_mcp_server(registry: ToolRegistry, upstreams: ToolSource | None = None) -> Server:
     reserved = set(registry.names)
 
-    async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         tools = registry.tools()
         if upstreams is not None:
             tools.extend(await upstreams.list_tools(reserved))
@@ -46,7 +48,11 @@ def build_mcp_server(registry: ToolRegistry, upstreams: ToolSource | None = None
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         name = params.name
         if name in registry:
-            return await registry.call(name, params.arguments)
+            token = current_request.set(ctx.request)
+            try:
+                return await registry.call(name, params.arguments)
+            finally:
+                current_request.reset(token)
         if upstreams is not None:
             result = await upstreams.call_tool(name, params.arguments)
             if result is not None:

@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
+import jsonschema.protocols
 from mcp import types
 
 from .results import ToolError, text_result
 
 logger = logging.getLogger(__name__)
+
+#: The HTTP request a tool call arrived with (set by the MCP door; None elsewhere), for the tools
+#: whose answer depends on how the caller reaches the gateway (``browser_get_info``'s ``cdp_url``).
+current_request: ContextVar[Any] = ContextVar("current_request", default=None)
 
 Handler = Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]
 
@@ -43,9 +49,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{location}: {error.message}" if location else error.message
 
 
-def check_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> None:
+def check_arguments(validator: jsonschema.protocols.Validator, arguments: dict[str, Any]) -> None:
     """Raise :class:`ToolError` with a short, model-readable message when arguments break the schema."""
-    validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(arguments), key=lambda e: (e.validator != "required", e.path))
     if errors:
         raise ToolError(_describe(errors[0]))
@@ -61,6 +66,9 @@ class ToolRegistry:
                 raise ValueError(f"duplicate built-in tool {spec.name}")
             self._specs[spec.name] = spec
         self._tools = [spec.to_tool() for spec in self._specs.values()]
+        self._validators = {
+            name: jsonschema.Draft202012Validator(spec.input_schema) for name, spec in self._specs.items()
+        }
 
     def __contains__(self, name: object) -> bool:
         return name in self._specs
@@ -76,7 +84,7 @@ class ToolRegistry:
         spec = self._specs[name]
         args = dict(arguments or {})
         try:
-            check_arguments(spec.input_schema, args)
+            check_arguments(self._validators[name], args)
             return await spec.handler(args)
         except ToolError as exc:
             return exc.to_result()

@@ -49,7 +49,9 @@ def install_error_handlers(app: FastAPI) -> None:
             {"location": list(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
             for e in errors
         ]
-        body["detail"] = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in errors]
+        body["detail"] = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in errors
+        ]
         return JSONResponse(body, status_code=422)
 
     @app.exception_handler(RestError)

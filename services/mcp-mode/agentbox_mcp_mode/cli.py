@@ -1,0 +1,39 @@
+"""Console commands: ``agentbox-mcp-mode`` serves the standalone MCP mode on
+``AICODEBOX_MCP_MODE_PORT`` (8081) at ``AICODEBOX_MCP_MODE_HOST`` (0.0.0.0). A configuration error
+(an empty ``AICODEBOX_MCP_MODE_ALLOWED_HOSTS``, an unknown ``AICODEBOX_ADAPTER`` ...) stops it at
+start-up with a message naming the variable and exit status 2."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from agentbox_common.logging import configure_logging
+from agentbox_common.serving import serve
+from agentbox_common.settings import ConfigError
+
+from .adapters import load_adapter
+from .settings import McpModeSettings
+
+
+def quiet_sdk_logging() -> None:
+    """The SDK logs every stateless request at INFO ("Terminating session: None"); keep its warnings."""
+    logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
+
+
+def main_mcp_mode() -> None:
+    configure_logging()
+    quiet_sdk_logging()
+    try:
+        settings = McpModeSettings.from_env()
+        adapter = load_adapter(settings)
+    except ConfigError as exc:
+        print(f"agentbox-mcp-mode: refusing to start: {exc}", file=sys.stderr)
+        sys.exit(2)
+    from .app import build_app  # the MCP SDK is slow to import; a bad configuration is refused first
+
+    serve(build_app(settings, adapter), settings.host, settings.port)
+
+
+if __name__ == "__main__":
+    main_mcp_mode()

@@ -1,0 +1,156 @@
+"""The MCP endpoint of aicodebox's MCP mode, ready to serve standalone or to mount in API mode.
+
+``build_mcp_asgi(settings, locks, adapter)`` returns an :class:`McpEndpoint`:
+
+* ``app`` — an ASGI app that answers MCP at whatever path it is routed from (it ignores the
+  path), behind the token check. Route it at ``/`` and ``/mcp`` (standalone) or ``/mcp`` and
+  ``/mcp/`` (API mode) with explicit routes, not a Mount, so neither spelling redirects.
+* ``session_manager`` — the SDK's session manager; the host app must enter
+  ``async with endpoint.session_manager.run():`` in its lifespan (once per endpoint).
+* ``tools`` — the tool implementation, sharing the ``locks`` object passed in, so API mode's
+  ``/run`` and OpenAI endpoint keep out of the same workspaces as ``run_prompt``.
+
+Transport: the official SDK's low-level ``Server``, stateless, answering in SSE framing
+(``json_response=False``) like aicodebox does — which is also what makes the SDK cancel a tool
+handler when its client disconnects, killing the agent's process group. DNS-rebinding protection
+is on with the configured host and origin lists (421 bad Host, 403 bad Origin).
+
+Auth (:class:`McpTokenGuard`): with ``AICODEBOX_MCP_MODE_TOKEN`` set, a request needs
+``Authorization: Bearer <token>`` or a raw ``apiToken=<token>`` query part; otherwise 401
+``{"detail":"unauthorized"}``. It runs before the SDK's checks, so an unauthenticated request
+gets 401 whatever its Host. It never consults ``AICODEBOX_API_MODE_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import importlib.metadata
+import json
+from dataclasses import dataclass
+
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .adapters.base import Adapter
+from .locks import WorkspaceLocks
+from .settings import McpModeSettings
+from .tools import TOOL_DEFINITIONS, McpTools
+
+#: Largest request body accepted (write_file content travels in it).
+MAX_BODY_BYTES = 32 * 1024 * 1024
+
+INSTRUCTIONS = (
+    "aicodebox MCP mode: run_prompt hands a task to a coding agent working in the workspace; "
+    "list_files, read_file, write_file and delete_file work on the workspace's files directly."
+)
+
+_UNAUTHORIZED = json.dumps({"detail": "unauthorized"}).encode()
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("agentbox")
+    except importlib.metadata.PackageNotFoundError:
+        return "0"
+
+
+def build_mcp_server(tools: McpTools) -> Server:
+    async def list_tools(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list(TOOL_DEFINITIONS))
+
+    async def call_tool(
+        ctx: ServerRequestContext, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        if params.name not in tools:
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
+        return await tools.call(params.name, params.arguments)
+
+    return Server(
+        "aicodebox",
+        version=_version(),
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def presented_token(scope: Scope) -> list[str]:
+    """Tokens a request presents: the Bearer header and every raw ``apiToken=`` query part."""
+    found = []
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer":
+                found.append(token.strip())
+    query = scope.get("query_string", b"").decode("latin-1")
+    found.extend(part[len("apiToken=") :] for part in query.split("&") if part.startswith("apiToken="))
+    return found
+
+
+class McpTokenGuard:
+    """401 ``{"detail":"unauthorized"}`` unless the MCP token is presented (no token: open)."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    def allowed(self, scope: Scope) -> bool:
+        if not self.token:
+            return True
+        # compare every candidate (no short-circuit on a match's position)
+        matches = [
+            hmac.compare_digest(candidate.encode(), self.token) for candidate in presented_token(scope)
+        ]
+        return any(matches)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket") and not self.allowed(scope):
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(_UNAUTHORIZED)).encode()),
+                        (b"www-authenticate", b"Bearer"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": _UNAUTHORIZED})
+            return
+        await self.app(scope, receive, send)
+
+
+@dataclass(frozen=True)
+class McpEndpoint:
+    app: ASGIApp
+    session_manager: StreamableHTTPSessionManager
+    server: Server
+    tools: McpTools
+
+
+def build_mcp_asgi(settings: McpModeSettings, locks: WorkspaceLocks, adapter: Adapter) -> McpEndpoint:
+    tools = McpTools(settings, locks, adapter)
+    server = build_mcp_server(tools)
+    session_manager = StreamableHTTPSessionManager(
+        app=server,
+        json_response=False,
+        stateless=True,
+        security_settings=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=list(settings.allowed_hosts),
+            allowed_origins=list(settings.allowed_origins),
+        ),
+        max_request_body_size=MAX_BODY_BYTES,
+    )
+    app = McpTokenGuard(session_manager.handle_request, settings.token)
+    return McpEndpoint(app=app, session_manager=session_manager, server=server, tools=tools)

