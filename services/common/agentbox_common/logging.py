@@ -34,3 +34,6 @@ def configure_logging(level: str | None = None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel((level or os.environ.get("LOG_LEVEL", "INFO")).upper())
+    # Per-request chatter from the HTTP client and the SDK's stateless transport says nothing useful.
+    for noisy in ("httpx", "httpcore", "mcp.server.streamable_http", "mcp.server.streamable_http_manager"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

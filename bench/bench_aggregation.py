@@ -1,0 +1,239 @@
+"""Aggregation overhead, measured side by side in one run.
+
+1. A trivial upstream tool (an echo on a stateless ``mcp`` SDK server) called directly and through
+   the gateway (``aiod start`` with ``EXTRA_MCP_SERVERS``): p50 and p99 of each, and the difference
+   (target: at most 1 ms added at p50). Calls alternate between the two paths so both see the same
+   machine noise.
+2. ``tools/list`` on a gateway aggregating four upstreams, one of them a socket that accepts and
+   never answers: wall time beside the configured bound (``AIO_MCP_LIST_TIMEOUT``), and beside the
+   same gateway without the hanging upstream.
+
+Every server is its own process on a random loopback port; the client is a keep-alive httpx client.
+
+    .venv/bin/python bench/bench_aggregation.py [--calls 2000] [--lists 5] [--list-timeout 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+
+BIN = os.path.dirname(sys.executable)
+HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+def serve_upstream(port: int) -> None:
+    """Child mode: a stateless JSON-answering upstream with one trivial tool, ``echo``."""
+    import uvicorn
+    from mcp import types
+    from mcp.server import Server
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.applications import Starlette
+
+    async def on_list(ctx, params) -> types.ListToolsResult:
+        schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+        return types.ListToolsResult(tools=[types.Tool(name="echo", description="Echo.", input_schema=schema)])
+
+    async def on_call(ctx, params) -> types.CallToolResult:
+        text = (params.arguments or {}).get("text", "")
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    server = Server("bench-upstream", on_list_tools=on_list, on_call_tool=on_call)
+    inner = server.streamable_http_app(
+        streamable_http_path="/mcp", json_response=True, stateless_http=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        async with server.session_manager.run():
+            yield
+
+    app = Starlette(routes=inner.routes, lifespan=lifespan)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+def serve_floor(port: int) -> None:
+    """Child mode: plain ASGI answering a fixed tools/call result, no MCP at all: the floor that
+    uvicorn, loopback and the client cost on their own."""
+    import uvicorn
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1,
+                       "result": {"content": [{"type": "text", "text": "ping"}]}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+
+    async def app(scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="off")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_ready(port: int, process: subprocess.Popen, timeout: float = 30) -> None:
+    """Until the port accepts connections (uvicorn binds once the app's start-up has run)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args} exited with {process.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"port {port} not ready")
+
+
+@contextlib.contextmanager
+def spawn(args: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[None]:
+    process = subprocess.Popen(args, env={**os.environ, "LOG_LEVEL": "WARNING", **(env or {})},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_ready(port, process)
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextlib.contextmanager
+def upstream(mode: str = "--serve-upstream") -> Iterator[str]:
+    port = free_port()
+    with spawn([sys.executable, __file__, mode, str(port)], port):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@contextlib.contextmanager
+def hanging() -> Iterator[str]:
+    """A listening socket nobody reads: the kernel accepts connections, nothing ever answers."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+
+
+@contextlib.contextmanager
+def gateway(servers: dict[str, dict[str, str]], list_timeout: float) -> Iterator[str]:
+    port = free_port()
+    env = {"EXTRA_MCP_SERVERS": json.dumps(servers), "AIO_MCP_LIST_TIMEOUT": str(list_timeout),
+           "AIO_API_KEY": ""}
+    with spawn([os.path.join(BIN, "aiod"), "start", "--port", str(port)], port, env):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+def post(client: httpx.Client, url: str, method: str, params: dict | None = None) -> dict:
+    """The JSON-RPC answer (result or error) to one request."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, **({"params": params} if params else {})}
+    response = client.post(url, json=body, headers=HEADERS)
+    response.raise_for_status()
+    return response.json()
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def bench_calls(calls: int, list_timeout: float) -> list[tuple[str, str, str, str]]:
+    with upstream() as direct_url, upstream("--serve-floor") as floor_url, \
+            gateway({"up": {"url": direct_url, "prefix": "up"}}, list_timeout) as gw_url:
+        # name -> (url, tool, the answer is an error)
+        paths = {
+            "direct to the upstream": (direct_url, "echo", False),
+            "through the gateway": (gw_url, "up_echo", False),
+            "gateway door alone (-32602)": (gw_url, "no_such_tool", True),
+            "plain ASGI floor (no MCP)": (floor_url, "echo", False),
+        }
+        samples: dict[str, list[float]] = {name: [] for name in paths}
+        with httpx.Client(timeout=30) as client:
+            post(client, gw_url, "tools/list")
+            for i in range(calls + 200):
+                for name, (url, tool, error) in paths.items():
+                    started = time.perf_counter()
+                    answer = post(client, url, "tools/call", {"name": tool, "arguments": {"text": "ping"}})
+                    elapsed = (time.perf_counter() - started) * 1000
+                    ok = "error" in answer if error else answer["result"]["content"][0]["text"] == "ping"
+                    assert ok, (name, answer)
+                    if i >= 200:  # warm-up excluded
+                        samples[name].append(elapsed)
+    p50 = {name: statistics.median(values) for name, values in samples.items()}
+    p99 = {name: percentile(values, 0.99) for name, values in samples.items()}
+    rows = [(f"tools/call echo, {name}", f"{p50[name]:.2f}", f"{p99[name]:.2f}", str(len(samples[name])))
+            for name in paths]
+    direct, through = "direct to the upstream", "through the gateway"
+    rows.append(("added by the gateway", f"{p50[through] - p50[direct]:+.2f}",
+                 f"{p99[through] - p99[direct]:+.2f}", "target: p50 <= 1 ms"))
+    door = p50["gateway door alone (-32602)"] - p50["plain ASGI floor (no MCP)"]
+    rows.append(("  of which the MCP door (SDK)", f"{door:+.2f}", "", "door alone minus floor"))
+    rows.append(("  of which the hop to the upstream (httpx)", f"{p50[through] - p50[direct] - door:+.2f}", "",
+                 "the rest"))
+    return rows
+
+
+def bench_lists(lists: int, list_timeout: float) -> list[tuple[str, str, str, str]]:
+    rows = []
+    with upstream() as a, upstream() as b, upstream() as c, hanging() as h:
+        healthy = {name: {"url": url, "prefix": name} for name, url in (("a", a), ("b", b), ("c", c))}
+        cases = (("3 upstreams", healthy), ("4 upstreams, 1 hanging", {**healthy, "hang": {"url": h, "prefix": "h"}}))
+        for label, servers in cases:
+            with gateway(servers, list_timeout) as gw_url, httpx.Client(timeout=60) as client:
+                times = []
+                for _ in range(lists):
+                    started = time.perf_counter()
+                    tools = post(client, gw_url, "tools/list")["result"]["tools"]
+                    times.append(time.perf_counter() - started)
+                    assert sum(t["name"].endswith("_echo") for t in tools) == 3, [t["name"] for t in tools]
+                rows.append((f"tools/list, {label}", f"{statistics.median(times):.3f}", f"{max(times):.3f}",
+                             f"bound {list_timeout:g} s"))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--lists", type=int, default=5)
+    parser.add_argument("--list-timeout", type=float, default=2.0)
+    parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--serve-floor", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_upstream:
+        serve_upstream(args.serve_upstream)
+        return
+    if args.serve_floor:
+        serve_floor(args.serve_floor)
+        return
+    call_rows = bench_calls(args.calls, args.list_timeout)
+    list_rows = bench_lists(args.lists, args.list_timeout)
+    print(f"aggregation benchmark, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    print(f"{'case':<48} {'p50 ms':>9} {'p99 ms':>9}  samples")
+    for row in call_rows:
+        print(f"{row[0]:<48} {row[1]:>9} {row[2]:>9}  {row[3]}")
+    print()
+    print(f"{'case':<48} {'median s':>9} {'max s':>9}  bound")
+    for row in list_rows:
+        print(f"{row[0]:<48} {row[1]:>9} {row[2]:>9}  {row[3]}")
+
+
+if __name__ == "__main__":
+    main()

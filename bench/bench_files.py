@@ -1,0 +1,277 @@
+"""The file plane under load, each figure beside a baseline measured in the same run.
+
+1. Throughput: 32 concurrent clients reading a small file through ``/mcp``
+   (``sandbox_file_operations`` read) beside a bare Starlette route doing the same read (one worker
+   thread hop, a JSON answer) served the same way (uvicorn via ``agentbox_common.serving.serve`` in
+   its own process). Target: MCP at least half the bare route's requests/second.
+2. Idle RSS of the gateway (``aiod start``) after start-up, beside the bare Starlette server's.
+3. 1 MiB binary transfer: ``POST /v1/file/upload`` and ``GET /v1/file/download`` p50/p99 beside the MCP
+   equivalents (``write`` with base64 content, ``read`` with ``encoding: base64``).
+
+Rounds alternate between contenders so both see the same noise; every answer is checked.
+
+    .venv/bin/python bench/bench_files.py [--requests 2000] [--rounds 3] [--transfers 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import httpx
+
+BIN = os.path.dirname(sys.executable)
+CONCURRENCY = 32
+SMALL_TEXT = "3\n7\n12\n5\n"
+MIB = 1024 * 1024
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def server(args: list[str], ready_path: str) -> Iterator[tuple[str, int]]:
+    """Start a server process on a free port; yield its base URL and pid once ``ready_path`` answers."""
+    port = free_port()
+    process = subprocess.Popen(
+        [*args, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{args[0]} did not start")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url + ready_path, timeout=1).status_code == 200:
+                    break
+            time.sleep(0.05)
+        yield url, process.pid
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, 15)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            process.wait()
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def run_baseline(port: int) -> None:
+    """The bare route: the same read in one worker-thread hop, answered as JSON, served like aiod."""
+    import anyio.to_thread
+    from agentbox_common.serving import serve
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def read(request: Request) -> JSONResponse:
+        path = (await request.json())["path"]
+
+        def job() -> str:
+            with open(path, "rb") as handle:
+                return handle.read().decode("utf-8")
+
+        content = await anyio.to_thread.run_sync(job)
+        return JSONResponse({"action": "read", "content": content, "path": path, "success": True})
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    serve(
+        Starlette(routes=[Route("/read", read, methods=["POST"]), Route("/health", health)]),
+        "127.0.0.1",
+        port,
+    )
+
+
+async def throughput(call: Callable[[httpx.AsyncClient], Awaitable[None]], requests: int) -> float:
+    """Requests/second of ``requests`` calls spread over 32 concurrent keep-alive clients."""
+    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        for _ in range(CONCURRENCY):  # warm the connections
+            await call(client)
+        remaining = requests
+
+        async def worker() -> None:
+            nonlocal remaining
+            while remaining > 0:
+                remaining -= 1
+                await call(client)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        return requests / (time.perf_counter() - started)
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(round(q * (len(ordered) - 1)), len(ordered) - 1)] * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000, help="reads per contender per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--transfers", type=int, default=40, help="1 MiB transfers per contender")
+    parser.add_argument("--baseline-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.baseline_server:
+        run_baseline(args.port)
+        return
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-files-"))
+    small = workdir / "small.txt"
+    small.write_text(SMALL_TEXT)
+    expected = {"action": "read", "content": SMALL_TEXT, "path": str(small), "success": True}
+    aiod = [os.path.join(BIN, "aiod"), "start"]
+    baseline = [sys.executable, os.path.abspath(__file__), "--baseline-server"]
+
+    with server(aiod, "/health") as (gateway, gateway_pid), server(baseline, "/health") as (bare, bare_pid):
+        time.sleep(1.0)
+        idle = {"aiod (gateway)": rss_mib(gateway_pid), "bare Starlette route": rss_mib(bare_pid)}
+
+        mcp_body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "sandbox_file_operations",
+                "arguments": {"action": "read", "path": str(small)},
+            },
+        }
+
+        async def via_mcp(client: httpx.AsyncClient) -> None:
+            result = (await client.post(f"{gateway}/mcp", json=mcp_body)).json()["result"]
+            assert not result["isError"] and json.loads(result["content"][0]["text"]) == expected, result
+
+        async def via_bare(client: httpx.AsyncClient) -> None:
+            assert (await client.post(f"{bare}/read", json={"path": str(small)})).json() == expected
+
+        rates: dict[str, list[float]] = {
+            "MCP sandbox_file_operations read": [],
+            "bare Starlette route (baseline)": [],
+        }
+        for _ in range(args.rounds):
+            rates["MCP sandbox_file_operations read"].append(asyncio.run(throughput(via_mcp, args.requests)))
+            rates["bare Starlette route (baseline)"].append(asyncio.run(throughput(via_bare, args.requests)))
+
+        payload = os.urandom(MIB)
+        blob = workdir / "blob.bin"
+        blob.write_bytes(payload)
+        encoded = base64.b64encode(payload).decode()
+        transfers: dict[str, list[float]] = {}
+        with httpx.Client(timeout=60) as client:
+
+            def upload() -> None:
+                response = client.post(
+                    f"{gateway}/v1/file/upload",
+                    files={"file": ("up.bin", payload)},
+                    data={"path": str(workdir / "up.bin")},
+                )
+                assert response.json()["data"]["file_size"] == MIB
+
+            def mcp_write() -> None:
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "sandbox_file_operations",
+                        "arguments": {
+                            "action": "write",
+                            "path": str(workdir / "mcp.bin"),
+                            "content": encoded,
+                            "encoding": "base64",
+                        },
+                    },
+                }
+                result = client.post(f"{gateway}/mcp", json=body).json()["result"]
+                assert json.loads(result["content"][0]["text"])["bytes_written"] == MIB
+
+            def download() -> None:
+                assert (
+                    client.get(f"{gateway}/v1/file/download", params={"path": str(blob)}).content == payload
+                )
+
+            def mcp_read() -> None:
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "sandbox_file_operations",
+                        "arguments": {"action": "read", "path": str(blob), "encoding": "base64"},
+                    },
+                }
+                result = client.post(f"{gateway}/mcp", json=body).json()["result"]
+                assert json.loads(result["content"][0]["text"])["content"] == encoded
+
+            calls = {
+                "upload POST /v1/file/upload": upload,
+                "MCP write (base64 content)": mcp_write,
+                "download GET /v1/file/download": download,
+                "MCP read (encoding base64)": mcp_read,
+            }
+            for call in calls.values():
+                call()
+            transfers = {name: [] for name in calls}
+            for _ in range(args.transfers):
+                for name, call in calls.items():
+                    started = time.perf_counter()
+                    call()
+                    transfers[name].append(time.perf_counter() - started)
+
+    print(f"file plane, {os.cpu_count()} CPUs, loopback, rounds alternate between contenders\n")
+    print(
+        f"1. small-file read, {CONCURRENCY} concurrent clients, "
+        f"{args.requests} requests x {args.rounds} rounds"
+    )
+    print(f"{'contender':<40} {'req/s (median)':>15} {'all rounds':>26}")
+    medians = {}
+    for name, values in rates.items():
+        medians[name] = sorted(values)[len(values) // 2]
+        print(f"{name:<40} {medians[name]:>15.0f} {' / '.join(f'{v:.0f}' for v in values):>26}")
+    mcp_rate, bare_rate = medians.values()
+    verdict = "met" if mcp_rate >= bare_rate / 2 else "MISSED"
+    print(f"target MCP >= 1/2 bare route: {verdict} (ratio {mcp_rate / bare_rate:.2f})\n")
+    print("2. idle RSS after start-up")
+    for name, value in idle.items():
+        print(f"{name:<40} {value:>10.1f} MiB")
+    print(f"\n3. 1 MiB binary transfer, N={args.transfers} each, interleaved")
+    print(f"{'contender':<40} {'p50 ms':>8} {'p99 ms':>8}")
+    for name, values in transfers.items():
+        print(f"{name:<40} {percentile(values, 0.5):>8.2f} {percentile(values, 0.99):>8.2f}")
+    for path in workdir.iterdir():
+        path.unlink()
+    workdir.rmdir()
+
+
+if __name__ == "__main__":
+    main()

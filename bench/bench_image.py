@@ -1,0 +1,145 @@
+"""Image benchmark: size, cold-start times and idle memory of the agentbox image.
+
+    python bench/bench_image.py [--image agentbox:latest] [--runs 5]
+
+For each of ``--runs`` cold starts (a new container each time, ports published on 127.0.0.1 only) it
+measures the time from `docker run` to the gateway's /health answering 200 and to the first
+browser_navigate that succeeds; after the last start it lets the container settle and reads its memory
+like `docker stats` does (usage minus inactive page cache). Results go to bench/results/image.json and
+are printed beside the previous run's figures (the baseline) when that file exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import docker
+import httpx
+
+RESULTS = Path(__file__).parent / "results" / "image.json"
+TARGETS = {"api_ready_s": 2.0, "browser_ready_s": 4.0, "idle_memory_mib": 400.0}
+LABELS = {
+    "image_size_mib": "image size (MiB)",
+    "api_ready_s": "docker run -> /health 200 (s, median)",
+    "browser_ready_s": "docker run -> first browser_navigate (s, median)",
+    "idle_memory_mib": "idle memory, whole container (MiB)",
+}
+POLL = 0.02
+TIMEOUT = 120.0
+
+
+def host_port(container: Any, port: int) -> int:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        container.reload()
+        bindings = (container.attrs["NetworkSettings"]["Ports"] or {}).get(f"{port}/tcp") or []
+        if bindings and bindings[0].get("HostPort"):
+            return int(bindings[0]["HostPort"])
+        time.sleep(POLL)
+    raise TimeoutError(f"port {port} was not published")
+
+
+def wait_health(client: httpx.Client, base: str, started: float) -> float:
+    while time.monotonic() - started < TIMEOUT:
+        try:
+            if client.get(f"{base}/health", timeout=2).status_code == 200:
+                return time.monotonic() - started
+        except httpx.HTTPError:
+            pass
+        time.sleep(POLL)
+    raise TimeoutError("/health never answered")
+
+
+def wait_navigate(client: httpx.Client, base: str, started: float) -> float:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "browser_navigate", "arguments": {"url": "data:text/html,<h1>ready</h1>"}}}
+    while time.monotonic() - started < TIMEOUT:
+        try:
+            answer = client.post(f"{base}/mcp", json=body, timeout=30).json()
+            if "result" in answer and not answer["result"].get("isError"):
+                return time.monotonic() - started
+        except (httpx.HTTPError, ValueError):
+            pass
+        time.sleep(POLL)
+    raise TimeoutError("browser_navigate never succeeded")
+
+
+def container_memory_mib(container: Any) -> float:
+    stats = container.stats(stream=False)["memory_stats"]
+    detail = stats.get("stats", {})
+    inactive = detail.get("inactive_file", detail.get("total_inactive_file", 0))
+    return (stats["usage"] - inactive) / 2**20
+
+
+def cold_start(docker_client: docker.DockerClient, image: str, settle: float | None) -> dict[str, float]:
+    started = time.monotonic()
+    container = docker_client.containers.run(image, detach=True, shm_size="1g",
+                                             ports={"8091/tcp": ("127.0.0.1", None)})
+    try:
+        base = f"http://127.0.0.1:{host_port(container, 8091)}"
+        with httpx.Client() as client:
+            figures = {"api_ready_s": wait_health(client, base, started),
+                       "browser_ready_s": wait_navigate(client, base, started)}
+        if settle is not None:
+            time.sleep(settle)
+            figures["idle_memory_mib"] = container_memory_mib(container)
+        return figures
+    finally:
+        container.remove(force=True)
+
+
+def measure(image: str, runs: int, settle: float) -> dict[str, Any]:
+    docker_client = docker.from_env(timeout=300)
+    size = docker_client.images.get(image).attrs["Size"] / 2**20
+    starts = [cold_start(docker_client, image, settle if i == runs - 1 else None) for i in range(runs)]
+    return {
+        "measured": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "image": image,
+        "runs": runs,
+        "image_size_mib": round(size, 1),
+        "api_ready_s": round(statistics.median(s["api_ready_s"] for s in starts), 3),
+        "browser_ready_s": round(statistics.median(s["browser_ready_s"] for s in starts), 3),
+        "idle_memory_mib": round(starts[-1]["idle_memory_mib"], 1),
+        "api_ready_all_s": [round(s["api_ready_s"], 3) for s in starts],
+        "browser_ready_all_s": [round(s["browser_ready_s"], 3) for s in starts],
+    }
+
+
+def table(current: dict[str, Any], previous: dict[str, Any] | None) -> str:
+    header = f"{'metric':<50} {'this run':>10} {'target':>10} {'previous':>10}"
+    lines = [header, "-" * len(header)]
+    for key, label in LABELS.items():
+        target = TARGETS.get(key)
+        target_text = f"< {target:g}" if target is not None else "-"
+        old = previous.get(key) if previous else None
+        flag = "" if target is None or current[key] < target else "  (over target)"
+        lines.append(f"{label:<50} {current[key]:>10} {target_text:>10} {old if old is not None else '-':>10}{flag}")
+    when = f"this run: {current['measured']}"
+    if previous:
+        when += f"; previous: {previous.get('measured', '?')} ({previous.get('image', '?')})"
+    return "\n".join([*lines, when])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--image", default="agentbox:latest", help="image to measure (default agentbox:latest)")
+    parser.add_argument("--runs", type=int, default=5, help="cold starts to take the median of (default 5)")
+    parser.add_argument("--settle", type=float, default=10.0, help="seconds idle before reading memory")
+    args = parser.parse_args(argv)
+    previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else None
+    current = measure(args.image, max(1, args.runs), args.settle)
+    print(table(current, previous))
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(current, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""The browser program's HTTP face: a stateless MCP server (official SDK, low-level ``Server`` with
+explicit schemas) at ``POST /mcp`` and ``GET /health``. Chromium's supervisor and the Playwright
+connection live in the app's lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from . import __version__
+from .chromium import ChromiumSupervisor
+from .session import BrowserSession
+from .settings import BrowserSettings
+from .tools import browser_tools
+from .tools.base import ToolRegistry
+
+INSTRUCTIONS = (
+    "A Chromium browser shared by every client: browser_navigate opens a page in the current tab and lists "
+    "its clickable elements by index; act on them with browser_click, browser_form_input_fill, "
+    "browser_select, browser_hover; read pages with browser_get_markdown, browser_get_text, "
+    "browser_read_links."
+)
+
+
+def build_mcp_server(registry: ToolRegistry) -> Server:
+    async def list_tools(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=registry.tools())
+
+    async def call_tool(
+        ctx: ServerRequestContext, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        if params.name not in registry:
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
+        return await registry.call(params.name, params.arguments)
+
+    return Server(
+        "agentbox-browser",
+        version=__version__,
+        title="Web Browser",
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=registry.input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def build_app(settings: BrowserSettings) -> Starlette:
+    supervisor = ChromiumSupervisor(settings)
+    session = BrowserSession(supervisor, settings)
+    # A backstop only: navigations and scripts have their own AGENTBOX_NAV_TIMEOUT bound.
+    registry = ToolRegistry(browser_tools(), session, deadline=2 * settings.nav_timeout + 10)
+    mcp_server = build_mcp_server(registry)
+    # Bound to loopback, the SDK turns its DNS-rebinding protection (Host/Origin allowlists) on by itself.
+    mcp_app = mcp_server.streamable_http_app(
+        streamable_http_path="/mcp", json_response=True, stateless_http=True, host=settings.host
+    )
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "chromium": "running" if supervisor.ready else "down"})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await supervisor.start()
+        try:
+            await session.start()
+            async with mcp_server.session_manager.run():
+                yield
+        finally:
+            await session.aclose()
+            await supervisor.stop()
+
+    return Starlette(routes=[Route("/health", health, methods=["GET"]), *mcp_app.routes], lifespan=lifespan)

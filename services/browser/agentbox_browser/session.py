@@ -1,0 +1,182 @@
+"""The Playwright side: one CDP connection to the supervised Chromium, its default context (the one
+outside CDP clients see too) and the "current page" the tools act on.
+
+The connection is made lazily and made again whenever the supervisor has started a new Chromium,
+so the tools recover by themselves after a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from playwright.async_api import Browser, BrowserContext, Page, Playwright, async_playwright
+from playwright.async_api import Error as PlaywrightError
+
+from .chromium import ChromiumSupervisor
+from .settings import BrowserSettings
+
+logger = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_MS = 10_000
+_API_PREFIX = re.compile(r"^[A-Za-z]+\.[A-Za-z]+: ")
+
+
+class BrowserUnavailable(RuntimeError):
+    """Chromium is down or cannot be reached; the message starts with ``browser unavailable:``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"browser unavailable: {reason}")
+
+
+@dataclass(eq=False)
+class PageWatch:
+    """New tabs seen while an action runs: ``created`` as soon as Chromium makes the target,
+    ``pages`` once Playwright has the page (after its first navigation commits)."""
+
+    created: asyncio.Event = field(default_factory=asyncio.Event)
+    surfaced: asyncio.Event = field(default_factory=asyncio.Event)
+    pages: list[Page] = field(default_factory=list)
+
+
+class BrowserSession:
+    def __init__(self, supervisor: ChromiumSupervisor, settings: BrowserSettings) -> None:
+        self._supervisor = supervisor
+        #: Milliseconds a navigation may take (``AGENTBOX_NAV_TIMEOUT``), as Playwright counts them.
+        self.nav_timeout_ms = settings.nav_timeout * 1000
+        self._viewport = {"width": settings.viewport.width, "height": settings.viewport.height}
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+        self._context: BrowserContext | None = None
+        self._generation = 0
+        self._current: Page | None = None
+        self._sized: weakref.WeakSet[Page] = weakref.WeakSet()
+        self._background: set[asyncio.Task[None]] = set()
+        self._watches: set[PageWatch] = set()
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        self._playwright = await async_playwright().start()
+
+    async def aclose(self) -> None:
+        await self._disconnect()
+        if self._playwright is not None:
+            with contextlib.suppress(Exception):
+                await self._playwright.stop()
+            self._playwright = None
+
+    @property
+    def connected(self) -> bool:
+        return (
+            self._browser is not None
+            and self._browser.is_connected()
+            and self._generation == self._supervisor.generation
+            and self._supervisor.ready
+        )
+
+    async def context(self) -> BrowserContext:
+        if not self.connected:
+            await self._connect()
+        assert self._context is not None
+        return self._context
+
+    async def pages(self) -> list[Page]:
+        return list((await self.context()).pages)
+
+    async def page(self) -> Page:
+        """The current page: the last one opened or switched to (a blank one when none is left)."""
+        context = await self.context()
+        if self._current is None or self._current.is_closed():
+            self._current = context.pages[-1] if context.pages else await context.new_page()
+        await self._size(self._current)
+        return self._current
+
+    async def new_page(self) -> Page:
+        page = await (await self.context()).new_page()
+        await self._size(page)
+        self._current = page
+        return page
+
+    @property
+    def viewport(self) -> dict[str, int]:
+        return dict(self._viewport)
+
+    def set_current(self, page: Page) -> None:
+        self._current = page
+
+    async def _size(self, page: Page) -> None:
+        if page not in self._sized and not page.is_closed():
+            await page.set_viewport_size(self._viewport)
+            self._sized.add(page)
+
+    @contextlib.contextmanager
+    def watch_new_pages(self) -> Iterator[PageWatch]:
+        watch = PageWatch()
+        self._watches.add(watch)
+        try:
+            yield watch
+        finally:
+            self._watches.discard(watch)
+
+    def _on_target_created(self, event: dict[str, Any]) -> None:
+        if event["targetInfo"]["type"] == "page":
+            for watch in self._watches:
+                watch.created.set()
+
+    def _on_page(self, page: Page) -> None:
+        """A tab opened by anyone (a tool, a popup, an outside CDP client) becomes the current page."""
+        self._current = page
+        for watch in self._watches:
+            watch.pages.append(page)
+            watch.surfaced.set()
+        task = asyncio.create_task(self._size_quietly(page))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _size_quietly(self, page: Page) -> None:
+        with contextlib.suppress(PlaywrightError):
+            await self._size(page)
+
+    async def _connect(self) -> None:
+        async with self._lock:
+            if self.connected:
+                return
+            await self._disconnect()
+            if not self._supervisor.ready or self._supervisor.ws_endpoint is None:
+                raise BrowserUnavailable(self._supervisor.problem or "chromium is not running")
+            if self._playwright is None:
+                raise BrowserUnavailable("the Playwright driver is not running")
+            generation = self._supervisor.generation
+            try:
+                browser = await self._playwright.chromium.connect_over_cdp(
+                    self._supervisor.ws_endpoint, timeout=CONNECT_TIMEOUT_MS
+                )
+            except PlaywrightError as exc:
+                raise BrowserUnavailable(f"cannot connect to chromium over CDP: {first_line(exc)}") from exc
+            context = browser.contexts[0]
+            context.on("page", self._on_page)
+            # Playwright reports a popup only once its first navigation commits; Chromium says at once.
+            targets = await browser.new_browser_cdp_session()
+            targets.on("Target.targetCreated", self._on_target_created)
+            await targets.send("Target.setDiscoverTargets", {"discover": True})
+            self._browser, self._context, self._generation = browser, context, generation
+            logger.info("connected to chromium over CDP (generation %d)", generation)
+
+    async def _disconnect(self) -> None:
+        browser, self._browser, self._context, self._current = self._browser, None, None, None
+        if browser is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(5):
+                    await browser.close()
+
+
+def first_line(exc: BaseException) -> str:
+    """Playwright's message without its call log (which repeats the arguments and is noisy)."""
+    message = str(exc).split("\nCall log:", 1)[0].strip()
+    message = _API_PREFIX.sub("", message.splitlines()[0] if message else "")
+    return message or type(exc).__name__

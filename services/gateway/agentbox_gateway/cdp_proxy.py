@@ -1,0 +1,171 @@
+"""Chromium's DevTools endpoint, published through the gateway at ``/cdp/`` so that CDP clients
+outside the container (``playwright.chromium.connect_over_cdp("http://host:8091/cdp")``,
+Puppeteer's ``browserURL``) reach the loopback-only Chromium behind the gateway's API key.
+
+``/cdp/json/*`` is forwarded with the WebSocket addresses in its answers rewritten to the gateway's
+public address (``X-Forwarded-Proto``/``-Host``/``-Prefix`` honoured, else ``Host``);
+``/cdp/devtools/*`` WebSockets are relayed to Chromium message by message."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+
+import anyio
+import httpx
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from .planes.browser import gateway_base
+from .settings import GatewaySettings
+
+logger = logging.getLogger(__name__)
+
+_HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
+_PREFIX = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=:@%/\-]*$")
+_FRONTEND_WS = re.compile(r"([?&])wss?=[^&/]+(/devtools/)")
+
+
+def _first(value: str | None) -> str:
+    """The client-side entry of a forwarded header that proxies may have appended to."""
+    return (value or "").split(",")[0].strip()
+
+
+def public_base(headers: Mapping[str, str], scheme: str, fallback_host: str) -> str:
+    """``http(s)://host[:port][/prefix]``: how the caller reaches the gateway. Values that could
+    not be part of a URL's authority or path are ignored rather than echoed."""
+    proto = _first(headers.get("x-forwarded-proto")).lower() or scheme
+    proto = {"wss": "https", "ws": "http"}.get(proto, proto)
+    if proto not in ("http", "https"):
+        proto = scheme
+    host = _first(headers.get("x-forwarded-host")) or headers.get("host", "")
+    if not _HOST.match(host):
+        host = fallback_host
+    prefix = _first(headers.get("x-forwarded-prefix")).strip("/")
+    if not _PREFIX.match(prefix):
+        prefix = ""
+    return f"{proto}://{host}{'/' + prefix if prefix else ''}"
+
+
+def request_public_base(connection: HTTPConnection, fallback_base: str) -> str:
+    """:func:`public_base` for a Starlette request or WebSocket; ``fallback_base`` is the
+    gateway's configured address, used when the request names no host."""
+    scheme = "https" if connection.url.scheme in ("https", "wss") else "http"
+    return public_base(connection.headers, scheme, urlsplit(fallback_base).netloc)
+
+
+def _without_api_key(query: str) -> str:
+    return urlencode([(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "api_key"])
+
+
+def rewrite_targets(payload: Any, base: str, api_key: str | None = None) -> Any:
+    """Point ``webSocketDebuggerUrl`` and the DevTools frontend's ``ws=`` at ``<base>/cdp/devtools/``."""
+    if isinstance(payload, list):
+        return [rewrite_targets(item, base, api_key) for item in payload]
+    if not isinstance(payload, dict):
+        return payload
+    secure = base.startswith("https:")
+    ws_base = ("wss" if secure else "ws") + base[base.index(":"):]
+    authority_and_prefix = base.split("://", 1)[1]
+    rewritten = dict(payload)
+    socket_url = payload.get("webSocketDebuggerUrl")
+    if isinstance(socket_url, str):
+        rewritten["webSocketDebuggerUrl"] = f"{ws_base}/cdp{urlsplit(socket_url).path}"
+        if api_key:
+            rewritten["webSocketDebuggerUrl"] += f"?api_key={quote(api_key, safe='')}"
+    frontend = payload.get("devtoolsFrontendUrl")
+    if isinstance(frontend, str):
+        param = "wss" if secure else "ws"
+        rewritten["devtoolsFrontendUrl"] = _FRONTEND_WS.sub(
+            lambda m: f"{m[1]}{param}={authority_and_prefix}/cdp{m[2]}", frontend)
+    return rewritten
+
+
+class CdpProxy:
+    def __init__(self, settings: GatewaySettings) -> None:
+        self.cdp_url = settings.cdp_url.rstrip("/")
+        self.ws_root = "ws" + self.cdp_url[4:] if self.cdp_url.startswith("http") else self.cdp_url
+        self.fallback_base = gateway_base(settings)
+
+    async def json_endpoint(self, request: Request) -> Response:
+        """``GET|PUT /cdp/json[/...]`` -> Chromium's ``/json[/...]`` with addresses rewritten."""
+        path = request.path_params.get("path")
+        url = f"{self.cdp_url}/json" + (f"/{path}" if path is not None else "")
+        query = _without_api_key(request.url.query)
+        try:
+            async with httpx.AsyncClient(timeout=10.0, trust_env=False) as client:
+                upstream = await client.request(request.method, url + (f"?{query}" if query else ""))
+        except httpx.HTTPError as exc:
+            return JSONResponse(
+                {"success": False, "message": "Browser unavailable: no reachable CDP port",
+                 "data": None, "hint": f"{url} did not answer ({type(exc).__name__}: {exc})"},
+                status_code=503,
+            )
+        if "json" not in upstream.headers.get("content-type", ""):
+            return Response(upstream.content, upstream.status_code,
+                            media_type=upstream.headers.get("content-type"))
+        try:
+            payload = upstream.json()
+        except ValueError:
+            return Response(upstream.content, upstream.status_code, media_type="application/json")
+        base = request_public_base(request, self.fallback_base)
+        body = rewrite_targets(payload, base, request.query_params.get("api_key"))
+        return JSONResponse(body, status_code=upstream.status_code)
+
+    async def devtools_socket(self, websocket: WebSocket) -> None:
+        """``WS /cdp/devtools/...`` relayed to Chromium's ``/devtools/...`` in both directions."""
+        query = _without_api_key(websocket.url.query)
+        url = f"{self.ws_root}/devtools/{websocket.path_params['path']}" + (f"?{query}" if query else "")
+        try:
+            upstream = await connect(url, max_size=None, compression=None, ping_interval=None,
+                                     open_timeout=5, proxy=None)
+        except Exception as exc:  # refused, timed out or handshake rejected: Chromium is not there
+            logger.warning("CDP proxy cannot reach %s: %s: %s", url, type(exc).__name__, exc)
+            await websocket.accept()
+            await websocket.close(code=1011, reason="no reachable CDP port")
+            return
+        await websocket.accept()
+        async with upstream, anyio.create_task_group() as group:
+
+            async def relay(pump: Callable[[], Awaitable[None]]) -> None:
+                with contextlib.suppress(ConnectionClosed, WebSocketDisconnect, RuntimeError, OSError):
+                    await pump()
+                group.cancel_scope.cancel()
+
+            async def to_chromium() -> None:
+                while True:
+                    message = await websocket.receive()
+                    if message["type"] == "websocket.disconnect":
+                        return
+                    data = message.get("text")
+                    await upstream.send(data if data is not None else message.get("bytes", b""))
+
+            async def to_client() -> None:
+                async for message in upstream:
+                    if isinstance(message, str):
+                        await websocket.send_text(message)
+                    else:
+                        await websocket.send_bytes(message)
+
+            group.start_soon(relay, to_chromium)
+            group.start_soon(relay, to_client)
+        with contextlib.suppress(RuntimeError, OSError):
+            await websocket.close(code=1000)
+
+
+def routes(settings: GatewaySettings) -> list[BaseRoute]:
+    """The ``/cdp/*`` routes; mount them before the REST catch-all."""
+    proxy = CdpProxy(settings)
+    return [
+        Route("/cdp/json", proxy.json_endpoint, methods=["GET", "PUT"]),
+        Route("/cdp/json/{path:path}", proxy.json_endpoint, methods=["GET", "PUT"]),
+        WebSocketRoute("/cdp/devtools/{path:path}", proxy.devtools_socket),
+    ]

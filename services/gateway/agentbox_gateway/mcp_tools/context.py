@@ -1,0 +1,75 @@
+"""``sandbox_get_context``, ``sandbox_get_packages`` and ``sandbox_load_skill`` over the context plane."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mcp import types
+
+from ..planes.context import LANGUAGES, ContextError
+from .registry import ToolSpec
+from .results import ToolError, json_result, text_result
+
+if TYPE_CHECKING:
+    from ..planes import Planes
+
+CONTEXT_DESCRIPTION = (
+    "Get the sandbox's environment: version, home directory, user, OS, timezone, occupied ports, "
+    "runtimes (Python, Node.js) with versions and paths, available command-line tools and the workspace. "
+    "Call it first to learn where you are."
+)
+PACKAGES_DESCRIPTION = (
+    "List installed packages: Python packages of the sandbox's python3 (name==version) or global npm "
+    "packages (name@version). Without a language, both."
+)
+SKILL_DESCRIPTION = (
+    "Load a skill: a folder of instructions (SKILL.md) for a specific kind of task. Without a name, "
+    "lists the available skills with their descriptions; with a name, returns that skill's base path "
+    "and instructions."
+)
+
+CONTEXT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+PACKAGES_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "language": {
+            "type": ["string", "null"],
+            "enum": [*LANGUAGES, None],
+            "description": "python or nodejs; omit for both",
+        }
+    },
+}
+SKILL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {
+            "type": ["string", "null"],
+            "description": "The skill's folder name; omit to list the skills",
+        }
+    },
+}
+
+
+def tools(planes: Planes) -> list[ToolSpec]:
+    context = planes.context
+
+    async def get_context(args: dict[str, Any]) -> types.CallToolResult:
+        return json_result((await context.get_context()).to_tool_json())
+
+    async def get_packages(args: dict[str, Any]) -> types.CallToolResult:
+        try:
+            return text_result(await context.packages_text(args.get("language")))
+        except ContextError as exc:
+            raise ToolError(str(exc)) from None
+
+    async def load_skill(args: dict[str, Any]) -> types.CallToolResult:
+        try:
+            return text_result(await context.load_skill(args.get("name")))
+        except ContextError as exc:
+            raise ToolError(str(exc)) from None
+
+    return [
+        ToolSpec("sandbox_get_context", CONTEXT_DESCRIPTION, CONTEXT_SCHEMA, get_context),
+        ToolSpec("sandbox_get_packages", PACKAGES_DESCRIPTION, PACKAGES_SCHEMA, get_packages),
+        ToolSpec("sandbox_load_skill", SKILL_DESCRIPTION, SKILL_SCHEMA, load_skill),
+    ]

@@ -1,0 +1,160 @@
+"""``sandbox_file_operations``: the file plane's eight actions as one MCP tool. Results are the
+action's JSON object (compact, sorted keys, as aiod prints it); failures are ``isError`` results
+carrying the whole structured failure object."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from mcp import types
+
+from ..planes.files import ENCODINGS, FileOperationError, FilePlane
+from .registry import ToolSpec
+from .results import ToolError, json_result
+
+if TYPE_CHECKING:
+    from ..planes import Planes
+
+ACTIONS = ("read", "write", "replace", "search", "find", "list", "grep", "glob")
+
+DESCRIPTION = """Unified file system operations tool for agents.
+
+Actions (`path` is absolute; a file for read/write/replace/search, a directory for find/list/grep/glob):
+- read: file content. `encoding` utf-8 (default), base64 (binary) or raw (invalid UTF-8 replaced);
+  `start_line`/`end_line` select lines (0-based start, exclusive end). Files over 16 MiB are refused.
+- write: write `content` (base64 when `encoding` is base64); `append` adds to the end; parent
+  directories are created. Returns bytes_written.
+- replace: replace every occurrence of `content` with `target`. Returns replaced_count.
+- search: lines of the file matching the regex in `content`, with 1-based line_numbers.
+- find: files under `path` whose name matches the glob `pattern` (e.g. "*.py").
+- list: directory entries with size and modified time; `recursive`, `show_hidden`,
+  `file_types` (e.g. [".py"]).
+- grep: regex (or literal with `fixed_strings`) `pattern` across files under `path`, ripgrep-style:
+  `include`/`exclude` globs, `case_insensitive`, `context_before`/`context_after`, `max_results`
+  (at most 500); hidden, binary and >1 MiB files are skipped.
+- glob: paths matching a glob `pattern` such as "**/*.ts"; `include`/`exclude`, `show_hidden`,
+  `files_only` (default true), `include_metadata` (default true), `max_results` (at most 5000).
+
+Failures return success:false and an `error` object with errno, errno_name, error_type (not_found,
+permission_denied, already_exists, invalid_path, invalid_target, decode_error, bad_request, ...),
+exception_type, message, operation, path and retryable."""
+
+
+def _nullable(kind: str, description: str, **extra: Any) -> dict[str, Any]:
+    return {"type": [kind, "null"], "description": description, **extra}
+
+
+def _string_list(description: str) -> dict[str, Any]:
+    return {"type": ["array", "null"], "items": {"type": "string"}, "description": description}
+
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": list(ACTIONS), "description": "The operation to perform"},
+        "path": {"type": "string", "description": "Absolute path of the file or directory"},
+        "content": _nullable("string", "write: the data; replace: the text to replace; search: a regex"),
+        "target": _nullable("string", "replace: the replacement text"),
+        "pattern": _nullable("string", "find: a file-name glob; grep: a regex or literal; glob: a path glob"),
+        "encoding": _nullable(
+            "string", "read/write: utf-8 (default), base64 or raw", enum=[*ENCODINGS, None]
+        ),
+        "start_line": _nullable("integer", "read: first line, 0-based", minimum=0),
+        "end_line": _nullable("integer", "read: end line, 0-based, exclusive", minimum=0),
+        "append": _nullable("boolean", "write: append instead of replacing the file (default false)"),
+        "recursive": _nullable(
+            "boolean", "list: descend into sub-directories (default false); grep: (default true)"
+        ),
+        "show_hidden": _nullable("boolean", "list, glob: include dot-files (default false)"),
+        "sudo": _nullable("boolean", "Accepted for AIO compatibility; the gateway's own permissions apply"),
+        "file_types": _string_list('list: only files with these extensions, e.g. [".py", ".md"]'),
+        "include": _string_list('grep, glob: only files matching these globs, e.g. ["*.py"]'),
+        "exclude": _string_list(
+            'grep, glob: skip files and directories matching these globs, e.g. ["node_modules"]'
+        ),
+        "case_insensitive": _nullable("boolean", "grep: ignore case (default false)"),
+        "fixed_strings": _nullable("boolean", "grep: treat pattern as a literal string (default false)"),
+        "context_before": _nullable(
+            "integer", "grep: lines of context before each match (default 0)", minimum=0
+        ),
+        "context_after": _nullable(
+            "integer", "grep: lines of context after each match (default 0)", minimum=0
+        ),
+        "max_results": _nullable(
+            "integer", "grep: at most 500 (default); glob: at most 5000 (default)", minimum=1
+        ),
+        "include_metadata": _nullable(
+            "boolean", "glob: include size, modified time, is_directory (default true)"
+        ),
+        "files_only": _nullable("boolean", "glob: files only, no directories (default true)"),
+    },
+    "required": ["action", "path"],
+}
+
+
+def _flag(args: dict[str, Any], name: str, default: bool) -> bool:
+    value = args.get(name)
+    return default if value is None else bool(value)
+
+
+def _number(args: dict[str, Any], name: str, default: int) -> int:
+    value = args.get(name)
+    return default if value is None else int(value)
+
+
+Action = Callable[[FilePlane, str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+_DISPATCH: dict[str, Action] = {
+    "read": lambda files, path, a: files.read(
+        path, encoding=a.get("encoding"), start_line=a.get("start_line"), end_line=a.get("end_line")
+    ),
+    "write": lambda files, path, a: files.write(
+        path, a.get("content"), encoding=a.get("encoding"), append=_flag(a, "append", False)
+    ),
+    "replace": lambda files, path, a: files.replace(path, a.get("content"), a.get("target")),
+    "search": lambda files, path, a: files.search(path, a.get("content")),
+    "find": lambda files, path, a: files.find(path, a.get("pattern")),
+    "list": lambda files, path, a: files.list(
+        path,
+        recursive=_flag(a, "recursive", False),
+        show_hidden=_flag(a, "show_hidden", False),
+        file_types=a.get("file_types"),
+    ),
+    "grep": lambda files, path, a: files.grep(
+        path,
+        a.get("pattern"),
+        include=a.get("include"),
+        exclude=a.get("exclude"),
+        case_insensitive=_flag(a, "case_insensitive", False),
+        fixed_strings=_flag(a, "fixed_strings", False),
+        context_before=_number(a, "context_before", 0),
+        context_after=_number(a, "context_after", 0),
+        max_results=a.get("max_results"),
+        recursive=_flag(a, "recursive", True),
+    ),
+    "glob": lambda files, path, a: files.glob(
+        path,
+        a.get("pattern"),
+        include=a.get("include"),
+        exclude=a.get("exclude"),
+        include_hidden=_flag(a, "show_hidden", False),
+        files_only=_flag(a, "files_only", True),
+        include_metadata=_flag(a, "include_metadata", True),
+        max_results=a.get("max_results"),
+    ),
+}
+
+
+def tools(planes: Planes) -> list[ToolSpec]:
+    files = planes.files
+
+    async def file_operations(args: dict[str, Any]) -> types.CallToolResult:
+        action, path = args["action"], args["path"]
+        try:
+            result = await _DISPATCH[action](files, path, args)
+        except FileOperationError as exc:
+            raise ToolError(exc.message, payload=exc.failure(action)) from None
+        return json_result(result)
+
+    return [ToolSpec("sandbox_file_operations", DESCRIPTION, INPUT_SCHEMA, file_operations)]

@@ -1,0 +1,251 @@
+"""The browser plane: what the gateway itself does with Chromium, over its DevTools endpoint
+(``AIO_CDP_URL``): report where and what the browser is, capture the display, and drive it with
+real mouse and keyboard events. It needs only Chromium, not the browser program, connects on first
+use and reconnects by itself after Chromium restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import struct
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httpx
+
+from ...settings import GatewaySettings
+from .actions import Action, parse_action
+from .cdp import CdpConnection, CdpError
+from .errors import BrowserError, BrowserUnavailable, InvalidAction
+from .gui import InputDriver, InputState
+
+#: Resolutions ``POST /v1/browser/config`` accepts (the agent-sandbox SDK's list).
+RESOLUTIONS = frozenset({
+    (1920, 1080), (1920, 1200), (1680, 1050), (1600, 1200), (1400, 1050), (1360, 768), (1280, 1024),
+    (1280, 960), (1280, 800), (1280, 720), (1024, 768), (800, 600), (640, 480),
+})
+SCREENSHOT_TIMEOUT = 20.0
+_PAGE_METRICS = "[innerWidth, innerHeight, devicePixelRatio, navigator.userAgent]"
+
+
+@dataclass(frozen=True)
+class Screenshot:
+    """A PNG of the visible page, kept base64-encoded as Chromium sent it (MCP wants it so)."""
+
+    data_base64: str
+    width: int
+    height: int
+    mime_type: str = "image/png"
+
+    @property
+    def png(self) -> bytes:
+        return base64.b64decode(self.data_base64)
+
+
+@dataclass(frozen=True)
+class PageSession:
+    target_id: str
+    session_id: str
+    scale: float
+
+
+def gateway_base(settings: GatewaySettings) -> str:
+    """``http://host:port`` of the gateway as configured (a wildcard bind reads as loopback)."""
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    return f"http://{f'[{host}]' if ':' in host else host}:{settings.port}"
+
+
+def png_size(data_base64: str) -> tuple[int, int]:
+    """Width and height from the PNG header (the first 24 bytes), without decoding the image."""
+    head = base64.b64decode(data_base64[:32])
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or len(head) < 24:
+        raise BrowserError("Chromium returned something that is not a PNG")
+    return struct.unpack(">II", head[16:24])
+
+
+class BrowserPlane:
+    def __init__(self, settings: GatewaySettings) -> None:
+        self.cdp_url = settings.cdp_url.rstrip("/")
+        #: The gateway's own address, for ``cdp_url`` when no request says how callers reach it.
+        self.local_base = gateway_base(settings)
+        self._http = httpx.AsyncClient(timeout=3.0, trust_env=False)
+        self._connection: CdpConnection | None = None
+        self._sessions: dict[str, PageSession] = {}
+        self._lock = asyncio.Lock()
+        self._input = InputState()
+        self._input_lock = asyncio.Lock()
+
+    async def aclose(self) -> None:
+        if self._connection is not None:
+            await self._connection.aclose()
+            self._connection = None
+        await self._http.aclose()
+
+    # -- DevTools endpoint ---------------------------------------------------------------------
+
+    async def _get_json(self, path: str) -> Any:
+        url = f"{self.cdp_url}{path}"
+        try:
+            response = await self._http.get(url)
+            response.raise_for_status()
+            return response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise BrowserUnavailable(f"{url} did not answer ({type(exc).__name__}: {exc})") from exc
+
+    async def version(self) -> dict[str, Any]:
+        """Chromium's ``/json/version``; :class:`BrowserUnavailable` when nothing answers."""
+        return await self._get_json("/json/version")
+
+    async def status(self) -> dict[str, Any]:
+        """For ``/v1/capabilities``: never raises."""
+        try:
+            version = await self.version()
+        except Exception as exc:
+            return {"status": "absent", "cdp": self.cdp_url, "detail": str(exc)}
+        return {"status": "ready", "cdp": self.cdp_url, "browser": version.get("Browser", "")}
+
+    async def _cdp(self) -> CdpConnection:
+        """The browser-level connection, (re)opened when missing or lost."""
+        if self._connection is not None and not self._connection.closed:
+            return self._connection
+        async with self._lock:
+            if self._connection is None or self._connection.closed:
+                if self._connection is not None:
+                    await self._connection.aclose()
+                self._connection = None
+                self._sessions.clear()
+                self._input.release_all()
+                version = await self.version()
+                self._connection = await CdpConnection.open(version["webSocketDebuggerUrl"], self._on_event)
+            return self._connection
+
+    def _on_event(self, method: str, params: dict[str, Any], session_id: str | None) -> None:
+        if method == "Target.detachedFromTarget":
+            self._sessions.pop(params.get("targetId", ""), None)
+
+    # -- the current page ----------------------------------------------------------------------
+
+    async def _current_page(self) -> PageSession:
+        """The page on display: Chromium lists pages most recently active first. With no page
+        open a blank one is opened, as a desktop browser shows an empty window."""
+        cdp = await self._cdp()
+        targets = await self._get_json("/json/list")
+        target_id = next((t["id"] for t in targets if t.get("type") == "page"), None)
+        if target_id is None:
+            target_id = (await cdp.call("Target.createTarget", {"url": "about:blank"}))["targetId"]
+        session = self._sessions.get(target_id)
+        if session is not None:
+            return session
+        async with self._lock:
+            session = self._sessions.get(target_id)
+            if session is None:
+                attached = await cdp.call("Target.attachToTarget", {"targetId": target_id, "flatten": True})
+                session = PageSession(target_id, attached["sessionId"], 1.0)
+                metrics = await self._evaluate(cdp, session, _PAGE_METRICS)
+                session = PageSession(target_id, session.session_id, float(metrics[2]) or 1.0)
+                self._sessions[target_id] = session
+        return session
+
+    async def _evaluate(self, cdp: CdpConnection, page: PageSession, expression: str) -> Any:
+        reply = await cdp.call("Runtime.evaluate", {"expression": expression, "returnByValue": True},
+                               session_id=page.session_id, within=10.0)
+        if "exceptionDetails" in reply:
+            raise BrowserError(f"page script failed: {reply['exceptionDetails'].get('text', '')}")
+        return reply["result"].get("value")
+
+    async def _on_page(self, method: str, params: dict[str, Any], within: float = 30.0) -> dict[str, Any]:
+        """One command on the current page; a page that went away meanwhile is picked again once."""
+        cdp = await self._cdp()
+        page = await self._current_page()
+        try:
+            return await cdp.call(method, params, session_id=page.session_id, within=within)
+        except CdpError:
+            self._sessions.pop(page.target_id, None)
+        page = await self._current_page()
+        return await cdp.call(method, params, session_id=page.session_id, within=within)
+
+    async def _page_metrics(self) -> tuple[dict[str, int], str, PageSession]:
+        cdp = await self._cdp()
+        page = await self._current_page()
+        width, height, scale, user_agent = await self._evaluate(cdp, page, _PAGE_METRICS)
+        viewport = {"width": round(width * scale), "height": round(height * scale)}
+        return viewport, user_agent, page
+
+    # -- operations ----------------------------------------------------------------------------
+
+    async def viewport(self) -> dict[str, int]:
+        """The display size in screenshot pixels."""
+        return (await self._page_metrics())[0]
+
+    async def info(self, public_base: str, api_key: str | None = None) -> dict[str, Any]:
+        """``cdp_url`` reachable from outside (``<ws|wss>://<host><prefix>/cdp/devtools/browser/<id>``
+        built on ``public_base``, the gateway's address as the caller sees it), the page's user agent
+        and the display size (screenshot pixels). No VNC here: ``vnc_url`` is None."""
+        version = await self.version()
+        browser_path = urlsplit(version["webSocketDebuggerUrl"]).path
+        viewport, user_agent, _ = await self._page_metrics()
+        base = public_base.rstrip("/")
+        ws_base = "wss" + base[5:] if base.startswith("https:") else "ws" + base[4:]
+        cdp_url = f"{ws_base}/cdp{browser_path}"
+        if api_key:
+            cdp_url += f"?api_key={quote(api_key, safe='')}"
+        return {"cdp_url": cdp_url, "user_agent": user_agent, "viewport": viewport, "vnc_url": None}
+
+    async def screenshot(self) -> Screenshot:
+        """A PNG of the browser's display: the page currently shown, at its viewport size."""
+        reply = await self._on_page("Page.captureScreenshot", {"format": "png"}, within=SCREENSHOT_TIMEOUT)
+        data = reply["data"]
+        width, height = png_size(data)
+        return Screenshot(data, width, height)
+
+    async def execute_action(self, raw: Any) -> str:
+        """Validate and perform one GUI action; returns what was done (``action_performed``)."""
+        action = raw if isinstance(raw, Action) else parse_action(raw)
+        if action.action_type == "WAIT":  # holds no input lock, but still needs a browser to wait on
+            await self.version()
+            await asyncio.sleep(action.duration)
+            return f"Waited {action.duration:g} seconds"
+        async with self._input_lock:
+            cdp = await self._cdp()
+            page = await self._current_page()
+
+            async def send(method: str, params: dict[str, Any]) -> dict[str, Any]:
+                return await cdp.call(method, params, session_id=page.session_id, within=30.0)
+
+            async def send_all(commands: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+                return await cdp.call_all(commands, session_id=page.session_id, within=30.0)
+
+            try:
+                return await InputDriver(self._input, send, send_all, page.scale).perform(action)
+            except CdpError:
+                self._sessions.pop(page.target_id, None)
+                raise
+
+    async def set_viewport(self, width: int, height: int) -> dict[str, int]:
+        """Resize the browser window so the page area is ``width`` x ``height`` screenshot pixels."""
+        if (width, height) not in RESOLUTIONS:
+            allowed = ", ".join(f"{w}x{h}" for w, h in sorted(RESOLUTIONS, reverse=True))
+            raise InvalidAction(f"resolution {width}x{height} is not one of {allowed}", "resolution")
+        cdp = await self._cdp()
+        viewport, _, page = await self._page_metrics()
+        window = await cdp.call("Browser.getWindowForTarget", {"targetId": page.target_id})
+        bounds = window["bounds"]
+        if bounds.get("windowState", "normal") != "normal":
+            await cdp.call("Browser.setWindowBounds", {"windowId": window["windowId"],
+                                                       "bounds": {"windowState": "normal"}})
+        # The window is larger than the page by its (possibly simulated) toolbars.
+        extra_w = bounds["width"] - round(viewport["width"] / page.scale)
+        extra_h = bounds["height"] - round(viewport["height"] / page.scale)
+        await cdp.call("Browser.setWindowBounds", {
+            "windowId": window["windowId"],
+            "bounds": {"width": round(width / page.scale) + extra_w,
+                       "height": round(height / page.scale) + extra_h},
+        })
+        for _ in range(20):  # the renderer learns its new size asynchronously
+            viewport, _, _ = await self._page_metrics()
+            if viewport == {"width": width, "height": height}:
+                break
+            await asyncio.sleep(0.05)
+        return viewport
+

@@ -1,0 +1,452 @@
+"""The code plane: Python and JavaScript interpreters, stateless calls and sessions.
+
+Stateless calls (the MCP tool, ``/v1/code/execute`` without a session) run on warm workers (see
+``pools.py``) and share nothing with each other. Sessions keep one REPL process each, so variables,
+imports and functions persist; a cell that overruns its timeout is interrupted, and only when it
+will not stop is the process killed and restarted (its state lost, which the result says).
+Interpreters run in their own process groups with the sandbox environment (no gateway secrets)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from agentbox_common.processes import sandbox_environment
+
+from ...settings import GatewaySettings
+from . import node_driver
+from .pools import WorkerPool
+from .worker import Outcome, Worker, WorkerStartError
+
+LANGUAGES = ("python", "javascript")
+_ALIASES = {"python": "python", "python3": "python", "py": "python",
+            "javascript": "javascript", "js": "javascript", "node": "javascript", "nodejs": "javascript"}
+DEFAULT_TIMEOUT = 30
+MAX_TIMEOUT = 900
+MAX_SESSIONS = 20
+#: Idle time after which a session is closed (seconds): aiod's code REPL default; Node.js REPL's.
+SESSION_IDLE = {"python": 1800.0, "javascript": 24 * 3600.0}
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+
+
+class CodeError(Exception):
+    """A request the plane refuses; the message says why and what to do."""
+
+
+class UnsupportedLanguage(CodeError):
+    pass
+
+
+class InvalidRequest(CodeError):
+    pass
+
+
+class SessionNotFound(CodeError):
+    pass
+
+
+class SessionLimitReached(CodeError):
+    pass
+
+
+class RuntimeUnavailable(CodeError):
+    """The interpreter is not installed or will not start."""
+
+
+@dataclass(frozen=True)
+class CellError:
+    ename: str
+    evalue: str
+    traceback: list[str]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.traceback)
+
+
+@dataclass(frozen=True)
+class Execution:
+    language: str
+    code: str
+    status: str  # "ok", "error" or "timeout"
+    stdout: str
+    stderr: str
+    exit_code: int
+    execution_count: int
+    result: dict[str, str] | None  # the trailing expression's value, ``{"text/plain": repr}``
+    error: CellError | None
+    session_id: str | None
+
+    def outputs(self) -> list[dict[str, Any]]:
+        """Jupyter-shaped outputs: the streams, then the result or the error."""
+        outputs: list[dict[str, Any]] = []
+        for name, text in (("stdout", self.stdout), ("stderr", self.stderr)):
+            if text:
+                outputs.append({"output_type": "stream", "name": name, "text": text})
+        if self.result is not None:
+            outputs.append({"output_type": "execute_result", "data": dict(self.result), "metadata": {},
+                            "execution_count": self.execution_count})
+        if self.error is not None:
+            outputs.append({"output_type": "error", "ename": self.error.ename, "evalue": self.error.evalue,
+                            "traceback": list(self.error.traceback)})
+        return outputs
+
+
+@dataclass(frozen=True)
+class RuntimeInfo:
+    language: str
+    executable: str
+    version: str
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    session_id: str
+    language: str
+    cwd: str
+    created_at: float  # epoch seconds
+    last_used: float
+    max_idle: float  # seconds
+    state: str  # "IDLE" or "EXECUTING"
+    execution_count: int
+
+    @property
+    def age_seconds(self) -> int:
+        """Seconds since the session was created."""
+        return int(max(time.time() - self.created_at, 0))
+
+    @property
+    def idle_seconds(self) -> int:
+        return int(max(time.time() - self.last_used, 0))
+
+
+@dataclass
+class _Session:
+    id: str
+    language: str
+    cwd: str
+    max_idle: float
+    created_at: float = field(default_factory=time.time)
+    last_used: float = field(default_factory=time.time)
+    execution_count: int = 0
+    worker: Worker | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def info(self) -> SessionInfo:
+        state = "EXECUTING" if self.lock.locked() else "IDLE"
+        return SessionInfo(self.id, self.language, self.cwd, self.created_at, self.last_used, self.max_idle,
+                           state, self.execution_count)
+
+
+@dataclass
+class _Runtime:
+    """How to start one language's worker; the executable and version are learnt from the first one."""
+
+    language: str
+    program: str
+    flag: str
+    source: str
+    stateless_mode: str
+    executable: str | None = None
+    version: str | None = None
+
+    def argv(self, env: Mapping[str, str]) -> list[str]:
+        executable = self.executable or shutil.which(self.program, path=env.get("PATH"))
+        if executable is None:
+            raise RuntimeUnavailable(f"{self.program} is not installed (not on PATH): {self.language} code cannot run")
+        return [executable, self.flag, self.source]
+
+
+def normalize_language(language: str | None) -> str:
+    """``python`` when absent; a few common aliases (``py``, ``js``, ``node``) are accepted."""
+    if language is None:
+        return "python"
+    name = _ALIASES.get(str(language).strip().lower())
+    if name is None:
+        raise UnsupportedLanguage(f"unsupported language {language!r}; supported languages: {', '.join(LANGUAGES)}")
+    return name
+
+
+def check_timeout(timeout: float | None) -> float:
+    if timeout is None:
+        return float(DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= MAX_TIMEOUT:
+        raise InvalidRequest(f"timeout must be between 1 and {MAX_TIMEOUT} seconds, got {timeout!r}")
+    return float(timeout)
+
+
+class CodePlane:
+    def __init__(self, settings: GatewaySettings, *, max_sessions: int = MAX_SESSIONS,
+                 env: Mapping[str, str] | None = None) -> None:
+        self._env = sandbox_environment(env)
+        home = Path(self._env.get("HOME") or Path.home())
+        self.default_cwd = str(home) if home.is_dir() else "/"
+        self.max_sessions = max_sessions
+        python_source = resources.files(__package__).joinpath("python_driver.py").read_text(encoding="utf-8")
+        self._runtimes = {
+            "python": _Runtime("python", "python3", "-c", python_source, "fork"),
+            "javascript": _Runtime("javascript", "node", "-e", node_driver.SOURCE, "once"),
+        }
+        self._pools = {
+            "python": WorkerPool(lambda: self._spawn("python", "fork", self.default_cwd), reusable=True),
+            "javascript": WorkerPool(lambda: self._spawn("javascript", "once", self.default_cwd), reusable=False),
+        }
+        self._sessions: dict[str, _Session] = {}
+        self._npm_version: str | None = None
+        self._started = False
+
+    async def start(self) -> None:
+        """Warm a worker per language in the background, so even the first call is fast."""
+        self._started = True
+        for pool in self._pools.values():
+            pool.warm()
+
+    async def _spawn(self, language: str, mode: str, cwd: str) -> Worker:
+        runtime = self._runtimes[language]
+        try:
+            worker = await Worker.spawn(runtime.argv(self._env), mode, env=self._env, cwd=cwd,
+                                        stdin_pipe=mode == "once")
+        except WorkerStartError as exc:
+            raise RuntimeUnavailable(str(exc)) from None
+        runtime.executable = str(worker.info.get("executable") or runtime.executable)
+        runtime.version = str(worker.info.get("version") or runtime.version)
+        return worker
+
+    def _directory(self, cwd: str | None) -> str | None:
+        if cwd is None or cwd == "":
+            return None
+        path = Path(self.default_cwd, cwd).expanduser()
+        if not path.is_dir():
+            raise InvalidRequest(f"cwd {cwd!r} is not an existing directory")
+        return str(path)
+
+    # -- execution -------------------------------------------------------------------------------
+
+    async def execute(
+        self,
+        language: str | None,
+        code: str,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - the code's time budget, not this call's
+        cwd: str | None = None,
+        session_id: str | None = None,
+        stateful: bool = False,
+        stdin: str | None = None,
+        files: Mapping[str, str | None] | None = None,
+    ) -> Execution:
+        """Run ``code``: in a fresh interpreter, or in a session when ``session_id`` is given or
+        ``stateful`` is set (a session is created on first use, with a generated id when none given).
+        ``stdin`` (stateless JavaScript only) is the program's standard input; ``files`` are written
+        into the working directory first."""
+        name = normalize_language(language)
+        seconds = check_timeout(timeout)
+        directory = self._directory(cwd)
+        if stdin is not None and (name != "javascript" or session_id is not None or stateful):
+            raise InvalidRequest("stdin is only supported for stateless JavaScript execution")
+        await self._expire_sessions()
+        if files:
+            await asyncio.to_thread(_write_files, directory or self.default_cwd, files)
+        if session_id is not None or stateful:
+            session = await self._session_for(name, session_id, directory)
+            return await self._run_in_session(session, code, seconds, directory)
+        if not self._started:
+            await self.start()
+        async with self._pools[name].worker() as worker:
+            data = (stdin or "").encode() if name == "javascript" else None
+            outcome = await worker.run({"code": code, "cwd": directory or self.default_cwd}, seconds, stdin=data)
+        return _execution(name, code, outcome, seconds, None, kept=False)
+
+    async def _session_for(self, language: str, session_id: str | None, cwd: str | None) -> _Session:
+        if session_id is not None and session_id in self._sessions:
+            session = self._sessions[session_id]
+            if session.language != language:
+                raise InvalidRequest(f"session {session_id!r} runs {session.language}, not {language}")
+            return session
+        info, _ = await self.create_session(language, session_id, cwd=cwd)
+        return self._sessions[info.session_id]
+
+    async def _run_in_session(self, session: _Session, code: str, seconds: float, cwd: str | None) -> Execution:
+        async with session.lock:
+            session.last_used = time.time()
+            if session.worker is None or not session.worker.alive:
+                if session.worker is not None:
+                    await session.worker.close()
+                session.worker = None
+                session.worker = await self._spawn(session.language, "inline", session.cwd)
+            outcome = await session.worker.run({"code": code, "cwd": cwd}, seconds)
+            if cwd is not None:
+                session.cwd = cwd
+            if outcome.reply is not None:
+                session.execution_count = int(outcome.reply.get("execution_count") or session.execution_count + 1)
+            session.last_used = time.time()
+            return _execution(session.language, code, outcome, seconds, session.id, kept=session.worker.alive)
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    async def create_session(
+        self, language: str | None, session_id: str | None = None, *, cwd: str | None = None,
+        max_idle: float | None = None,
+    ) -> tuple[SessionInfo, bool]:
+        """Start a REPL; returns its info and whether it was created (False: the id already exists)."""
+        name = normalize_language(language)
+        directory = self._directory(cwd) or self.default_cwd
+        if max_idle is not None and max_idle <= 0:
+            raise InvalidRequest("max_idle_time must be a positive number of seconds")
+        await self._expire_sessions()
+        if session_id is not None:
+            if not _SESSION_ID.match(session_id):
+                raise InvalidRequest("session_id must be 1-128 letters, digits, '.', '_', ':' or '-'")
+            existing = self._sessions.get(session_id)
+            if existing is not None:
+                if existing.language != name:
+                    raise InvalidRequest(f"session {session_id!r} runs {existing.language}, not {name}")
+                return existing.info(), False
+        if len(self._sessions) >= self.max_sessions:
+            raise SessionLimitReached(
+                f"session limit reached: {self.max_sessions} sessions are open; delete one to start another"
+            )
+        session = _Session(session_id or str(uuid.uuid4()), name, directory, max_idle or SESSION_IDLE[name])
+        self._sessions[session.id] = session  # holds the slot while the interpreter starts
+        try:
+            session.worker = await self._spawn(name, "inline", directory)
+        except BaseException:
+            self._sessions.pop(session.id, None)
+            raise
+        return session.info(), True
+
+    async def list_sessions(self, language: str | None = None) -> list[SessionInfo]:
+        await self._expire_sessions()
+        name = None if language is None else normalize_language(language)
+        return [s.info() for s in self._sessions.values() if name is None or s.language == name]
+
+    async def get_session(self, session_id: str, language: str | None = None) -> SessionInfo:
+        await self._expire_sessions()
+        return self._find(session_id, language).info()
+
+    async def delete_session(self, session_id: str, language: str | None = None) -> None:
+        session = self._find(session_id, language)
+        self._sessions.pop(session.id, None)
+        await _close_session(session)
+
+    async def delete_sessions(self, language: str | None = None) -> int:
+        name = None if language is None else normalize_language(language)
+        doomed = [s for s in self._sessions.values() if name is None or s.language == name]
+        for session in doomed:
+            self._sessions.pop(session.id, None)
+        await asyncio.gather(*(_close_session(s) for s in doomed))
+        return len(doomed)
+
+    def _find(self, session_id: str, language: str | None) -> _Session:
+        session = self._sessions.get(session_id)
+        if session is None or (language is not None and session.language != normalize_language(language)):
+            raise SessionNotFound(f"no session {session_id!r}")
+        return session
+
+    async def _expire_sessions(self) -> None:
+        now = time.time()
+        idle = [s for s in self._sessions.values() if not s.lock.locked() and now - s.last_used > s.max_idle]
+        for session in idle:
+            self._sessions.pop(session.id, None)
+        await asyncio.gather(*(_close_session(s) for s in idle))
+
+    # -- runtime facts ---------------------------------------------------------------------------
+
+    async def runtime(self, language: str | None) -> RuntimeInfo:
+        """The interpreter's executable and version (starting a worker the first time)."""
+        name = normalize_language(language)
+        runtime = self._runtimes[name]
+        if runtime.version is None:
+            await self._pools[name].prepare()
+        return RuntimeInfo(name, runtime.executable or runtime.program, runtime.version or "unknown")
+
+    async def npm_version(self) -> str | None:
+        """``npm --version`` (cached), or None without npm."""
+        if self._npm_version is None:
+            npm = shutil.which("npm", path=self._env.get("PATH"))
+            if npm is None:
+                return None
+            process = await asyncio.create_subprocess_exec(
+                npm, "--version", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.DEVNULL, env=self._env, start_new_session=True,
+            )
+            try:
+                out, _ = await asyncio.wait_for(process.communicate(), 20)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+                return None
+            self._npm_version = out.decode(errors="replace").strip() or None
+        return self._npm_version
+
+    @property
+    def active_sessions(self) -> int:
+        return len(self._sessions)
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(pool.aclose() for pool in self._pools.values()))
+        await self.delete_sessions()
+
+
+async def _close_session(session: _Session) -> None:
+    if session.worker is not None:
+        await session.worker.close()
+
+
+def _write_files(directory: str, files: Mapping[str, str | None]) -> None:
+    for name, content in files.items():
+        target = Path(directory, name)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content or "", encoding="utf-8")
+        except OSError as exc:
+            raise InvalidRequest(f"cannot write {name!r}: {exc.strerror or exc}") from None
+
+
+def _execution(language: str, code: str, outcome: Outcome, seconds: float, session_id: str | None,
+               *, kept: bool) -> Execution:
+    reply = outcome.reply or {}
+    error = CellError(**reply["error"]) if reply.get("error") else None
+    status = str(reply.get("status", "error"))
+    exit_code = reply.get("exit_code", outcome.returncode)
+    if outcome.timed_out:
+        status = "timeout"
+        note = f"Execution timed out after {seconds:g} second{'' if seconds == 1 else 's'}"
+        if session_id is not None:
+            note += ("; the cell was interrupted, the session keeps its state" if kept
+                     else "; the session's interpreter was restarted and its state is lost")
+        lines = error.traceback if error is not None and error.ename != "ProcessExited" else []
+        error = CellError("TimeoutError", note, [*lines, f"TimeoutError: {note}"])
+        exit_code = exit_code if exit_code is not None else -9
+    elif outcome.reply is None:
+        returncode = outcome.returncode
+        if returncode is None:
+            reason = "stopped answering"
+        elif returncode < 0:
+            reason = f"was killed by signal {-returncode}"
+        else:
+            reason = f"exited with code {returncode}"
+        note = f"the interpreter process {reason}"
+        if session_id is not None:
+            note += "; the session will start a fresh interpreter on its next call"
+        status, error = "error", CellError("ProcessExited", note, [f"ProcessExited: {note}"])
+        exit_code = returncode if returncode is not None else -1
+    return Execution(
+        language=language,
+        code=code,
+        status=status,
+        stdout=outcome.stdout,
+        stderr=outcome.stderr,
+        exit_code=int(exit_code if exit_code is not None else 0),
+        execution_count=int(reply.get("execution_count") or 1),
+        result=reply.get("result"),
+        error=error,
+        session_id=session_id,
+    )

@@ -1,0 +1,111 @@
+"""Warm workers for stateless calls, so a call pays neither an interpreter start-up nor a neighbour's
+leftovers.
+
+Python: reusable fork servers (each call is a fresh fork, the server itself stays clean); one is kept
+warm and more are started when calls overlap. JavaScript: single-use ``node`` processes, started ahead
+of need and replaced in the background after each call."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from .worker import Worker
+
+logger = logging.getLogger(__name__)
+
+
+class WorkerPool:
+    def __init__(self, spawn: Callable[[], Awaitable[Worker]], *, reusable: bool, spares: int = 1,
+                 limit: int = 8) -> None:
+        self._spawn = spawn
+        self._reusable = reusable
+        self._spares = spares
+        self._limit = limit
+        self._slots: asyncio.Semaphore | None = None
+        self._idle: list[Worker] = []
+        self._busy: set[Worker] = set()
+        self._refill: asyncio.Task[None] | None = None
+        self._retiring: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def warm(self) -> None:
+        """Start the spare workers in the background (a no-op when they are there or coming)."""
+        if self._closed or (self._refill is not None and not self._refill.done()):
+            return
+        if len([w for w in self._idle if w.alive]) < self._spares:
+            self._refill = asyncio.create_task(self._fill())
+
+    async def _fill(self) -> None:
+        while not self._closed and len(self._idle) < self._spares:
+            try:
+                worker = await self._spawn()
+            except Exception as exc:  # a missing runtime is reported to the call that needs it
+                logger.warning("could not start a spare interpreter: %s", exc)
+                return
+            if self._closed:
+                await worker.close()
+                return
+            self._idle.append(worker)
+
+    async def prepare(self) -> None:
+        """Make sure one worker is ready now, raising when it cannot start."""
+        if not any(worker.alive for worker in self._idle):
+            self._idle.append(await self._spawn())
+
+    @contextlib.asynccontextmanager
+    async def worker(self) -> AsyncIterator[Worker]:
+        """A warm worker for one call (started now when none is ready); at most ``limit`` at a time."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self._limit)
+        async with self._slots:
+            worker = await self._take()
+            self._busy.add(worker)
+            try:
+                yield worker
+            finally:
+                self._busy.discard(worker)
+                await self._give_back(worker)
+
+    async def _take(self) -> Worker:
+        worker = await self._pop_idle()
+        if worker is None and self._refill is not None and not self._refill.done():
+            await asyncio.shield(self._refill)  # a spare is on its way: cheaper than starting another
+            worker = await self._pop_idle()
+        if worker is None:
+            worker = await self._spawn()
+        if not self._reusable:
+            self.warm()
+        return worker
+
+    async def _pop_idle(self) -> Worker | None:
+        while self._idle:
+            worker = self._idle.pop(0)
+            if worker.alive:
+                return worker
+            await worker.close()
+        return None
+
+    async def _give_back(self, worker: Worker) -> None:
+        if self._reusable and worker.alive and not self._closed:
+            self._idle.append(worker)
+            return
+        if self._reusable:
+            await worker.close()
+        else:  # let it exit on its own time, not the caller's
+            task = asyncio.create_task(worker.retire())
+            self._retiring.add(task)
+            task.add_done_callback(self._retiring.discard)
+        self.warm()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        if self._refill is not None:
+            self._refill.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refill
+        workers = [*self._idle, *self._busy]
+        self._idle.clear()
+        await asyncio.gather(*(worker.close() for worker in workers), *self._retiring, return_exceptions=True)

@@ -1,0 +1,313 @@
+"""The Python interpreter worker, run by the gateway as ``python3 -c <this file's source> MODE IN OUT TOKEN``.
+
+It is a standalone script for whatever ``python3`` the sandbox has (3.9+, standard library only); the
+gateway never imports it. Requests arrive as JSON lines on fd IN, answers leave as JSON lines on fd
+OUT, so fds 0/1/2 stay the user's: stdin is /dev/null, stdout and stderr are pipes the gateway drains.
+After each cell the worker writes an end marker (TOKEN and the request id) to stdout and stderr, so
+the gateway knows it has every byte the cell printed, subprocesses' output included.
+
+MODE ``fork`` (stateless calls): a fork server. Each request runs in a freshly forked child in its own
+session, so no state survives a call and a timeout kills only that child; the server itself never runs
+user code, which keeps every child pristine and costs a fork instead of an interpreter start-up.
+MODE ``inline`` (sessions): requests run in this process, in one persistent ``__main__`` namespace.
+"""
+
+import ast
+import inspect
+import json
+import linecache
+import os
+import signal
+import sys
+import traceback
+import types
+
+#: Longest ``execute_result`` text or error value sent back (characters).
+TEXT_LIMIT = 2_000_000
+
+
+class Channel:
+    """The control pipes; hidden from programs the user's code starts."""
+
+    def __init__(self, in_fd, out_fd):
+        os.set_inheritable(in_fd, False)
+        os.set_inheritable(out_fd, False)
+        self.requests = os.fdopen(in_fd, "rb")
+        self.out_fd = out_fd
+
+    def send(self, message):
+        write_all(self.out_fd, (json.dumps(message) + "\n").encode())
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def user_streams():
+    """sys.stdout/sys.stderr writing straight through to fds 1/2, so output order matches the fds'."""
+    import io
+
+    def stream(fd):
+        raw = io.FileIO(fd, "w", closefd=False)
+        return io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace", write_through=True)
+
+    sys.stdout = sys.__stdout__ = stream(1)
+    sys.stderr = sys.__stderr__ = stream(2)
+
+
+def flush_user_streams():
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+def write_markers(token, request_id):
+    marker = f"\x00agentbox-end:{token}:{request_id}\x00".encode()
+    for fd in (1, 2):
+        try:
+            write_all(fd, marker)
+        except OSError:
+            pass  # the user closed the fd; the gateway stops waiting after a grace period
+
+
+def clean(text, limit=TEXT_LIMIT):
+    """Valid UTF-8 (lone surrogates escaped), cut to ``limit`` characters."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    if len(text) > limit:
+        text = text[:limit] + f"\n[... {len(text) - limit} characters omitted]"
+    return text
+
+
+def fresh_main():
+    """A new ``__main__`` module, so pickling and dataclasses find the user's definitions."""
+    module = types.ModuleType("__main__")
+    module.__dict__["__builtins__"] = __builtins__
+    sys.modules["__main__"] = module
+    return module.__dict__
+
+
+class Cell:
+    """Runs code Jupyter-style: statements, then the value of a trailing expression; top-level await."""
+
+    def __init__(self):
+        self.loop = None
+
+    def run(self, code, filename, namespace):
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        tree = ast.parse(code, filename=filename, mode="exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        self.evaluate(compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), namespace)
+        if last is None:
+            return None
+        value = self.evaluate(compile(last, filename, "eval", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), namespace)
+        if value is None:
+            return None
+        namespace["_"] = value
+        return {"text/plain": clean(repr(value))}
+
+    def evaluate(self, code, namespace):
+        value = eval(code, namespace)
+        if code.co_flags & inspect.CO_COROUTINE:
+            value = self.event_loop().run_until_complete(value)
+        return value
+
+    def event_loop(self):
+        if self.loop is None:
+            import asyncio
+
+            self.loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self.loop)
+        return self.loop
+
+
+def describe(exc, filename):
+    """ename/evalue/traceback with the worker's own frames cut off."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+        tb = tb.tb_next
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    return {
+        "ename": type(exc).__name__,
+        "evalue": clean(str(exc)),
+        "traceback": clean(text).rstrip("\n").split("\n"),
+    }
+
+
+def exit_status(code):
+    """The exit status ``python3 -c`` would end with after ``SystemExit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def execute(request, namespace, count, cell):
+    filename = f"<cell-{count}>"
+    result = error = None
+    exit_code = 0
+    try:
+        if request.get("cwd"):
+            os.chdir(request["cwd"])
+        result = cell.run(request["code"], filename, namespace)
+    except SystemExit as exc:
+        exit_code = exit_status(exc.code)
+        if exit_code:
+            error = describe(exc, filename)
+    except BaseException as exc:
+        exit_code = 1
+        error = describe(exc, filename)
+    return {
+        "status": "error" if error else "ok",
+        "exit_code": exit_code,
+        "execution_count": count,
+        "result": result,
+        "error": error,
+    }
+
+
+def wait_for_threads():
+    """Like interpreter exit: let non-daemon threads the code started finish (within the timeout)."""
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+
+
+def serve_forked(channel, token):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for line in channel.requests:
+        request = json.loads(line)
+        pipes = [os.pipe() for _ in range(3)]  # the child's stdout, stderr and answer
+        pid = os.fork()
+        if pid == 0:
+            run_child(request, channel, pipes)
+        for _, write_fd in pipes:
+            os.close(write_fd)
+        channel.send({"event": "started", "id": request["id"], "pid": pid})
+        data = relay(pipes[0][0], pipes[1][0], pipes[2][0])
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        reply = json.loads(data) if data.strip() else exited(code)
+        write_markers(token, request["id"])
+        channel.send(dict(reply, event="reply", id=request["id"], exit_code=reply.get("exit_code", code)))
+
+
+def relay(out_fd, err_fd, answer_fd):
+    """Copy the child's output to our stdout/stderr until it has answered (or died), then what is
+    left, and close the pipes. The child writes to pipes of its own, not ours, so a background
+    process it leaves behind cannot write into a later call's output (it gets EPIPE instead)."""
+    import select
+
+    targets = {out_fd: 1, err_fd: 2}
+    answer = b""
+    answered = False
+    while not answered:
+        ready, _, _ = select.select([answer_fd, *targets], [], [])
+        for fd in ready:
+            chunk = os.read(fd, 65536)
+            if fd == answer_fd:
+                answer += chunk
+                answered = not chunk or answer.endswith(b"\n")
+            elif chunk:
+                write_all(targets[fd], chunk)
+            else:
+                os.close(fd)
+                del targets[fd]
+    os.close(answer_fd)
+    for fd, target in targets.items():
+        os.set_blocking(fd, False)
+        try:
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                write_all(target, chunk)
+        except BlockingIOError:
+            pass
+        os.close(fd)
+    return answer
+
+
+def run_child(request, channel, pipes):
+    """In the forked child: run the cell, send the answer to the server, exit. Never returns."""
+    code = 1
+    try:
+        os.setsid()
+        (out_read, out_write), (err_read, err_write), (answer_read, answer_write) = pipes
+        os.dup2(out_write, 1)
+        os.dup2(err_write, 2)
+        for fd in (out_read, out_write, err_read, err_write, answer_read, channel.out_fd):
+            os.close(fd)
+        channel.requests.close()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        reply = execute(request, fresh_main(), 1, Cell())
+        wait_for_threads()
+        flush_user_streams()
+        code = reply["exit_code"]
+        write_all(answer_write, (json.dumps(reply) + "\n").encode())
+    finally:
+        flush_user_streams()
+        os._exit(code & 0xFF)
+
+
+def exited(code):
+    """The answer for a child that ended without sending one (``os._exit``, a signal)."""
+    if code == 0:
+        return {"status": "ok", "exit_code": 0, "execution_count": 1, "result": None, "error": None}
+    reason = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+    message = f"the interpreter process {reason}"
+    error = {"ename": "ProcessExited", "evalue": message, "traceback": ["ProcessExited: " + message]}
+    return {"status": "error", "exit_code": code, "execution_count": 1, "result": None, "error": error}
+
+
+def serve_inline(channel, token):
+    """The gateway interrupts a cell that overruns its timeout with SIGINT (KeyboardInterrupt, state
+    kept); between cells SIGINT is ignored, so a late one cannot take the session down."""
+    namespace = fresh_main()
+    cell = Cell()
+    count = 0
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for line in channel.requests:
+        request = json.loads(line)
+        count += 1
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            reply = execute(request, namespace, count, cell)
+        finally:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        flush_user_streams()
+        write_markers(token, request["id"])
+        channel.send(dict(reply, event="reply", id=request["id"]))
+
+
+def main(argv):
+    mode, in_fd, out_fd, token = argv
+    channel = Channel(int(in_fd), int(out_fd))
+    sys.argv = [""]
+    user_streams()
+    channel.send(
+        {
+            "event": "ready",
+            "pid": os.getpid(),
+            "executable": sys.executable,
+            "version": "{}.{}.{}".format(*sys.version_info[:3]),
+        }
+    )
+    if mode == "fork":
+        serve_forked(channel, token)
+    else:
+        serve_inline(channel, token)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

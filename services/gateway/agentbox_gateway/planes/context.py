@@ -1,0 +1,552 @@
+"""The context plane: what this sandbox is (OS, user, runtimes, occupied ports, tools), which packages
+its interpreters have, which skills it carries, and which planes are up right now.
+
+Probes that start programs (runtime versions, tool lookup) are cached for a short while; everything
+blocking runs in a worker thread or as an asyncio subprocess, never on the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import os
+import platform
+import pwd
+import re
+import shutil
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import yaml
+from agentbox_common.processes import kill_process_group, sandbox_environment
+
+from .. import __version__
+from ..settings import GatewaySettings
+
+#: How long runtime/tool probes and the capability report stay fresh (seconds).
+PROBE_TTL = 30.0
+CAPABILITIES_TTL = 5.0
+PROBE_TIMEOUT = 10.0
+BROWSER_STATUS_TIMEOUT = 5.0
+PACKAGES_TIMEOUT = 60.0
+SKILL_FILE = "SKILL.md"
+SKILL_MAX_BYTES = 1024 * 1024
+LANGUAGES = ("python", "nodejs")
+_LANGUAGE_ALIASES = {
+    "py": "python",
+    "python3": "python",
+    "node": "nodejs",
+    "javascript": "nodejs",
+    "js": "nodejs",
+}
+
+#: Command-line tools worth telling an agent about, by category; only those on PATH are reported.
+UTILS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("shell", (("bash", "GNU Bourne-Again shell"), ("tmux", "terminal multiplexer"))),
+    ("search", (("rg", "ripgrep, fast recursive search"), ("grep", "search text"), ("find", "find files"))),
+    (
+        "files",
+        (
+            ("tar", "archives"),
+            ("zip", "zip archives"),
+            ("unzip", "extract zip archives"),
+            ("jq", "JSON processor"),
+        ),
+    ),
+    ("network", (("curl", "HTTP client"), ("wget", "downloader"), ("ssh", "OpenSSH client"))),
+    ("vcs", (("git", "version control"),)),
+    (
+        "python",
+        (("pip3", "Python package installer"), ("uv", "fast Python package manager"), ("jupyter", "Jupyter")),
+    ),
+    (
+        "nodejs",
+        (
+            ("npm", "Node.js package manager"),
+            ("npx", "run npm packages"),
+            ("pnpm", "package manager"),
+            ("yarn", "package manager"),
+        ),
+    ),
+    ("build", (("make", "GNU make"), ("gcc", "C compiler"), ("g++", "C++ compiler"))),
+    ("editors", (("vim", "Vi IMproved"), ("nano", "simple editor"))),
+    (
+        "media",
+        (("ffmpeg", "audio/video converter"), ("convert", "ImageMagick"), ("pandoc", "document converter")),
+    ),
+    ("browser", (("chromium", "Chromium web browser"),)),
+)
+_RUNTIMES = {"python": ("python3", "python"), "nodejs": ("node", "nodejs")}
+_VERSION_COMMANDS = {"python": ["--version"], "nodejs": ["--version"]}
+
+_PYTHON_PACKAGES = (
+    "import importlib.metadata as m\n"
+    "seen = {}\n"
+    "for d in m.distributions():\n"
+    "    name = d.metadata['Name']\n"
+    "    if name and name.lower() not in seen:\n"
+    "        seen[name.lower()] = (name, d.version)\n"
+    "for name, version in sorted(seen.values(), key=lambda p: p[0].lower()):\n"
+    "    print(f'{name}=={version}')\n"
+)
+
+
+class ContextError(Exception):
+    """A context request that cannot be answered (no such runtime, bad skill name ...)."""
+
+
+class SkillNotFound(ContextError):
+    pass
+
+
+@dataclass
+class SandboxContext:
+    """One snapshot of the sandbox's environment (AIO's ``/v1/sandbox`` detail, flattened for MCP)."""
+
+    version: str
+    home_dir: str
+    user: str
+    os: str
+    os_version: str
+    arch: str
+    timezone: str
+    occupied_ports: list[str]
+    runtimes: dict[str, list[dict[str, Any]]]
+    utils: list[dict[str, Any]]
+    workspace: str | None = None
+
+    def system(self) -> dict[str, Any]:
+        system = {
+            "os": self.os,
+            "os_version": self.os_version,
+            "arch": self.arch,
+            "user": self.user,
+            "home_dir": self.home_dir,
+            "timezone": self.timezone,
+            "occupied_ports": self.occupied_ports,
+        }
+        if self.workspace:
+            system["workspace"] = self.workspace
+        return system
+
+    def summary(self) -> str:
+        """The multi-line text AIO 1.x returned as ``info`` (and ``/v1/sandbox`` returns as ``data``)."""
+        runtimes = []
+        for language, specs in self.runtimes.items():
+            for spec in specs:
+                runtimes.append(f"{language} {spec.get('ver') or '?'} ({spec.get('bin')})")
+        tools = [tool["name"] for category in self.utils for tool in category["tools"]]
+        lines = [
+            f"agentbox sandbox {self.version}",
+            f"OS: {self.os_version} ({self.os} {self.arch})",
+            f"User: {self.user}",
+            f"Home directory: {self.home_dir}",
+        ]
+        if self.workspace:
+            lines.append(f"Workspace: {self.workspace}")
+        lines += [
+            f"Timezone: {self.timezone}",
+            f"Occupied ports: {', '.join(self.occupied_ports) or 'none'}",
+            f"Runtimes: {'; '.join(runtimes) or 'none'}",
+            f"Tools: {', '.join(tools) or 'none'}",
+        ]
+        return "\n".join(lines)
+
+    def to_tool_json(self) -> dict[str, Any]:
+        """What ``sandbox_get_context`` returns: the fields, plus AIO 1.x's ``info`` summary."""
+        return {
+            **self.system(),
+            "version": self.version,
+            "runtimes": self.runtimes,
+            "utils": self.utils,
+            "info": self.summary(),
+        }
+
+    def to_sandbox_response(self) -> dict[str, Any]:
+        """``GET /v1/sandbox``: the envelope's top-level extras (``data`` is the summary)."""
+        response: dict[str, Any] = {
+            "home_dir": self.home_dir,
+            "version": self.version,
+            "detail": {"system": self.system(), "runtime": self.runtimes, "utils": self.utils},
+        }
+        if self.workspace:
+            response["workspace"] = self.workspace
+        return response
+
+
+@dataclass
+class PackageListing:
+    language: str
+    packages: list[dict[str, str]] = field(default_factory=list)
+
+    def text(self) -> str:
+        separator = "==" if self.language == "python" else "@"
+        return "\n".join(f"{p['name']}{separator}{p['version']}" for p in self.packages)
+
+
+# --------------------------------------------------------------------------- probes (sync, in threads)
+
+
+def _static_system() -> dict[str, str]:
+    """Facts that do not change while the gateway runs."""
+    os_version = platform.release()
+    with contextlib.suppress(OSError):
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                os_version = line.split("=", 1)[1].strip().strip('"')
+    try:
+        user = pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        user = os.environ.get("USER") or str(os.geteuid())
+    return {
+        "os": platform.system(),
+        "os_version": os_version,
+        "arch": platform.machine(),
+        "user": user,
+        "home_dir": os.path.expanduser("~"),
+    }
+
+
+def _timezone() -> str:
+    if os.environ.get("TZ"):
+        return os.environ["TZ"].lstrip(":")
+    with contextlib.suppress(OSError):
+        name = Path("/etc/timezone").read_text().strip()
+        if name:
+            return name
+    with contextlib.suppress(OSError):
+        target = os.readlink("/etc/localtime")
+        if "zoneinfo/" in target:
+            return target.split("zoneinfo/", 1)[1]
+    return time.tzname[0] or "UTC"
+
+
+def listening_ports() -> list[str]:
+    """TCP ports something listens on (state ``0A`` in ``/proc/net/tcp{,6}``), as sorted strings."""
+    ports: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == "0A":
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return [str(port) for port in sorted(ports)]
+
+
+def _workspace() -> str | None:
+    workspace = os.environ.get("AICODEBOX_WORKSPACE")
+    return workspace if workspace and os.path.isdir(workspace) else None
+
+
+def _available_utils(path: str | None) -> list[dict[str, Any]]:
+    categories = []
+    for category, tools in UTILS:
+        present = [
+            {"name": name, "description": text} for name, text in tools if shutil.which(name, path=path)
+        ]
+        if present:
+            categories.append({"category": category, "tools": present})
+    return categories
+
+
+def _runtime_binaries(path: str | None) -> dict[str, dict[str, list[str]]]:
+    """Per language: first path of each distinct binary (symlinks followed) -> its names on PATH."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for language, names in _RUNTIMES.items():
+        binaries: dict[str, list[str]] = {}
+        first_path: dict[str, str] = {}
+        for name in names:
+            located = shutil.which(name, path=path)
+            if located:
+                located = first_path.setdefault(os.path.realpath(located), located)
+                binaries.setdefault(located, []).append(name)
+        found[language] = binaries
+    return found
+
+
+# --------------------------------------------------------------------------- skills (sync, in threads)
+
+
+def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """YAML front matter (``---`` ... ``---``) and the body after it; bad YAML counts as none."""
+    match = re.match(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", text, re.DOTALL)
+    if not match:
+        return {}, text
+    try:
+        front = yaml.safe_load(match.group(1))
+    except yaml.YAMLError:
+        front = None
+    return (front if isinstance(front, dict) else {}), text[match.end() :]
+
+
+def _description(front: dict[str, Any], body: str) -> str:
+    described = front.get("description")
+    if isinstance(described, str) and described.strip():
+        return " ".join(described.split())
+    for paragraph in re.split(r"\n\s*\n", body):
+        stripped = paragraph.strip()
+        if stripped and not stripped.startswith("#"):
+            return " ".join(stripped.split())
+    return "(no description)"
+
+
+def _read_skill_file(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return handle.read(SKILL_MAX_BYTES).decode("utf-8", errors="replace")
+
+
+def _list_skills(root: Path) -> list[tuple[str, str]]:
+    try:
+        folders = sorted(entry for entry in root.iterdir() if not entry.name.startswith("."))
+    except OSError:
+        return []
+    skills = []
+    for folder in folders:
+        skill_file = folder / SKILL_FILE
+        if folder.is_dir() and skill_file.is_file():
+            try:
+                front, body = _split_front_matter(_read_skill_file(skill_file))
+            except OSError:
+                continue
+            skills.append((folder.name, _description(front, body)))
+    return skills
+
+
+def _load_skill(root: Path, name: str) -> str:
+    folder = root / name
+    try:
+        text = _read_skill_file(folder / SKILL_FILE)
+    except OSError:
+        raise SkillNotFound(f"Skill not found: {name}") from None
+    _front, body = _split_front_matter(text)
+    return f"Base Path: {folder}\n\n{body.lstrip(chr(10))}"
+
+
+# --------------------------------------------------------------------------- the plane
+
+
+class ContextPlane:
+    def __init__(self, settings: GatewaySettings) -> None:
+        self.settings = settings
+        self._static: dict[str, str] | None = None
+        self._probed: tuple[float, dict[str, list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+        self._probe_lock = anyio.Lock()
+        self._capabilities: tuple[float, dict[str, Any]] | None = None
+        self._capabilities_lock = anyio.Lock()
+
+    async def aclose(self) -> None:
+        self._probed = None
+        self._capabilities = None
+
+    # --- context
+
+    async def get_context(self) -> SandboxContext:
+        if self._static is None:
+            self._static = await anyio.to_thread.run_sync(_static_system)
+        runtimes, utils = await self._runtimes_and_utils()
+
+        def volatile() -> tuple[list[str], str, str | None]:
+            return listening_ports(), _timezone(), _workspace()
+
+        ports, timezone, workspace = await anyio.to_thread.run_sync(volatile)
+        return SandboxContext(
+            version=__version__,
+            timezone=timezone,
+            occupied_ports=ports,
+            runtimes=runtimes,
+            utils=utils,
+            workspace=workspace,
+            **self._static,
+        )
+
+    async def _runtimes_and_utils(self) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+        async with self._probe_lock:
+            if self._probed is not None and time.monotonic() - self._probed[0] < PROBE_TTL:
+                return self._probed[1], self._probed[2]
+            path = sandbox_environment().get("PATH")
+            binaries = await anyio.to_thread.run_sync(_runtime_binaries, path)
+            utils = await anyio.to_thread.run_sync(_available_utils, path)
+            runtimes: dict[str, list[dict[str, Any]]] = {}
+            for language, found in binaries.items():
+                specs = []
+                for binary, aliases in found.items():
+                    version = await _probe_version(binary, _VERSION_COMMANDS[language])
+                    specs.append({"ver": version, "bin": binary, "alias": aliases})
+                runtimes[language] = specs
+            self._probed = (time.monotonic(), runtimes, utils)
+            return runtimes, utils
+
+    # --- packages
+
+    async def get_packages(self, language: str | None = None) -> list[PackageListing]:
+        """Installed packages of the sandbox's ``python3`` and global npm; None means both."""
+        if language is None:
+            return [await self._packages(name) for name in LANGUAGES]
+        normalized = _LANGUAGE_ALIASES.get(language.lower(), language.lower())
+        if normalized not in LANGUAGES:
+            raise ContextError(f"Unsupported language: {language} (use python or nodejs)")
+        return [await self._packages(normalized)]
+
+    async def packages_text(self, language: str | None = None) -> str:
+        listings = await self.get_packages(language)
+        if len(listings) == 1:
+            return listings[0].text()
+        return "\n\n".join(f"# {listing.language}\n{listing.text()}" for listing in listings)
+
+    async def _packages(self, language: str) -> PackageListing:
+        path = sandbox_environment().get("PATH")
+        if language == "python":
+            python = await _which("python3", path)
+            if python is None:
+                raise ContextError("python3 is not installed in this sandbox")
+            output = await _run([python, "-c", _PYTHON_PACKAGES], PACKAGES_TIMEOUT)
+            packages = []
+            for line in output.splitlines():
+                name, _sep, version = line.partition("==")
+                if name:
+                    packages.append({"name": name, "version": version})
+            return PackageListing("python", packages)
+        npm = await _which("npm", path)
+        if npm is None:
+            raise ContextError("npm is not installed in this sandbox")
+        output = await _run([npm, "ls", "-g", "--depth=0", "--json"], PACKAGES_TIMEOUT, check=False)
+        try:
+            tree = json.loads(output or "{}")
+        except json.JSONDecodeError:
+            raise ContextError("npm ls returned output that is not JSON") from None
+        dependencies = tree.get("dependencies") or {}
+        return PackageListing(
+            "nodejs",
+            [
+                {"name": name, "version": str(info.get("version", ""))}
+                for name, info in sorted(dependencies.items())
+            ],
+        )
+
+    # --- skills
+
+    async def load_skill(self, name: str | None = None) -> str:
+        """No name: ``Skills Count: N`` and one ``- name`` / description pair per skill; a name: its
+        ``Base Path`` and SKILL.md body. Unknown names raise :class:`SkillNotFound`."""
+        root = self.settings.skills_path
+        if not name:
+            skills = await anyio.to_thread.run_sync(_list_skills, root)
+            lines = [f"Skills Count: {len(skills)}"]
+            for skill, description in skills:
+                lines += [f"- {skill}", f"  {description}"]
+            return "\n".join(lines)
+        if "/" in name or "\\" in name or "\x00" in name or name.startswith(".") or name != name.strip():
+            raise ContextError(f"Invalid skill name: {name} (a folder name under the skills directory)")
+        return await anyio.to_thread.run_sync(_load_skill, root, name)
+
+    # --- capabilities
+
+    async def capabilities(
+        self, browser_status: Callable[[], Awaitable[dict[str, Any]]], refresh: bool = False
+    ) -> dict[str, Any]:
+        """Which planes are up right now; cached for 5 s unless ``refresh``."""
+        async with self._capabilities_lock:
+            cached = self._capabilities
+            if not refresh and cached is not None and time.monotonic() - cached[0] < CAPABILITIES_TTL:
+                return cached[1]
+            report = await self._probe_capabilities(browser_status)
+            self._capabilities = (time.monotonic(), report)
+            return report
+
+    async def _probe_capabilities(
+        self, browser_status: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> dict[str, Any]:
+        path = sandbox_environment().get("PATH")
+
+        def locate() -> dict[str, str | None]:
+            found: dict[str, str | None] = {
+                name: shutil.which(name, path=path) for name in ("bash", "python3", "node")
+            }
+            found["pty"] = "/dev/ptmx" if os.path.exists("/dev/ptmx") else None
+            return found
+
+        found = await anyio.to_thread.run_sync(locate)
+        try:
+            with anyio.fail_after(BROWSER_STATUS_TIMEOUT):
+                browser = dict(await browser_status())
+        except Exception as exc:  # the report must never fail (or hang) because one plane does
+            browser = {"status": "absent", "error": f"{type(exc).__name__}: {exc}"}
+        missing = [name for name in ("python3", "node") if found[name] is None]
+        operations = (
+            "read",
+            "write",
+            "replace",
+            "search",
+            "find",
+            "list",
+            "grep",
+            "glob",
+            "upload",
+            "download",
+            "str_replace_editor",
+        )
+        return {
+            "files": dict.fromkeys(operations, True),
+            "exec": {
+                "available": found["bash"] is not None,
+                "bash": found["bash"],
+                "pty": found["pty"] is not None,
+            },
+            "code_interpreter": {
+                "available": len(missing) < 2,
+                "python": found["python3"] is not None,
+                "javascript": found["node"] is not None,
+                "missing": missing,
+            },
+            "browser": browser,
+        }
+
+
+async def _run(args: list[str], limit: float, check: bool = True) -> str:
+    """Run a probe in its own process group with the sandbox's environment; kill it on timeout."""
+    process = await asyncio.create_subprocess_exec(
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=sandbox_environment(),
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = await asyncio.wait_for(process.communicate(), limit)
+    except TimeoutError:
+        kill_process_group(process.pid)
+        await process.wait()
+        raise ContextError(f"{os.path.basename(args[0])} did not answer within {limit:g}s") from None
+    except BaseException:
+        kill_process_group(process.pid)
+        raise
+    if check and process.returncode != 0:
+        detail = stderr.decode(errors="replace").strip().splitlines()
+        raise ContextError(
+            f"{os.path.basename(args[0])} failed: {detail[-1] if detail else process.returncode}"
+        )
+    return stdout.decode(errors="replace")
+
+
+async def _which(name: str, path: str | None) -> str | None:
+    return await anyio.to_thread.run_sync(functools.partial(shutil.which, name, path=path))
+
+
+async def _probe_version(binary: str, args: list[str]) -> str | None:
+    """``Python 3.11.2`` / ``v20.1.0`` -> ``3.11.2`` / ``20.1.0``; None when the probe fails."""
+    try:
+        output = await _run([binary, *args], PROBE_TIMEOUT)
+    except (ContextError, OSError):
+        return None
+    match = re.search(r"(\d+(?:\.\d+)+)", output)
+    return match.group(1) if match else (output.strip() or None)

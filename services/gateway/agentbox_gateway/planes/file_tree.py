@@ -1,0 +1,492 @@
+"""Walking directory trees for the file plane's find, list, grep and glob actions, ripgrep- and
+find-style, with aiod's limits. Every function here blocks: the plane calls them in a worker thread.
+A walk looks at no more than ``SCAN_LIMIT`` entries, so even ``/`` ends in bounded time."""
+
+from __future__ import annotations
+
+import datetime
+import errno as errno_codes
+import fnmatch
+import os
+import re
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO, Any
+
+from .file_errors import FileOperationError, compile_pattern
+
+#: aiod's limits: grep matches and the size of a grepped file, glob, list and find results.
+GREP_MAX_MATCHES = 500
+GREP_MAX_FILE_SIZE = 1024 * 1024
+GLOB_MAX_RESULTS = 5000
+LIST_MAX_RESULTS = 10000
+FIND_MAX_RESULTS = 10000
+#: The most directory entries one find/list/grep/glob call looks at.
+SCAN_LIMIT = 200_000
+
+#: ripgrep ``--type`` aliases the REST grep route accepts, as file-name globs.
+RG_TYPES = {
+    "c": ("*.c", "*.h"),
+    "cpp": ("*.cpp", "*.cc", "*.cxx", "*.hpp", "*.hh", "*.h"),
+    "css": ("*.css", "*.scss", "*.sass", "*.less"),
+    "go": ("*.go",),
+    "html": ("*.html", "*.htm"),
+    "java": ("*.java",),
+    "js": ("*.js", "*.mjs", "*.cjs", "*.jsx"),
+    "json": ("*.json",),
+    "md": ("*.md", "*.markdown"),
+    "py": ("*.py", "*.pyi"),
+    "rb": ("*.rb",),
+    "rust": ("*.rs",),
+    "sh": ("*.sh", "*.bash", "*.zsh"),
+    "sql": ("*.sql",),
+    "toml": ("*.toml",),
+    "ts": ("*.ts", "*.tsx", "*.mts", "*.cts"),
+    "txt": ("*.txt",),
+    "yaml": ("*.yaml", "*.yml"),
+}
+
+
+def open_nonblocking(real: str) -> IO[bytes]:
+    """Open for reading without waiting for a FIFO's writer (no effect on regular files)."""
+    return os.fdopen(os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines split on ``\\n`` only, each keeping its terminator (line numbers agree with ``grep -n``)."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+        return [line + "\n" for line in lines]
+    return [line + "\n" for line in lines[:-1]] + [lines[-1]]
+
+
+def iso_time(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp, tz=datetime.UTC).isoformat()
+
+
+class ScanBudget:
+    """Counts directory entries visited so one call cannot walk forever."""
+
+    def __init__(self, limit: int = SCAN_LIMIT) -> None:
+        self.left = limit
+        self.exhausted = False
+
+    def take(self) -> bool:
+        if self.left <= 0:
+            self.exhausted = True
+            return False
+        self.left -= 1
+        return True
+
+
+def walk_tree(
+    root: str,
+    budget: ScanBudget,
+    *,
+    include_hidden: bool = True,
+    max_depth: int | None = None,
+    prune: Callable[[os.DirEntry[str], str], bool] | None = None,
+) -> Iterator[tuple[os.DirEntry[str], str, int]]:
+    """Yield ``(entry, relative_path, depth)`` depth-first in name order without following symlinked
+    directories. An unreadable root raises; unreadable directories below it are skipped (as find does)."""
+    stack: list[tuple[str, str, int]] = [(root, "", 1)]
+    while stack:
+        directory, prefix, depth = stack.pop()
+        try:
+            with os.scandir(directory) as iterator:
+                entries = sorted(iterator, key=lambda e: e.name)
+        except OSError:
+            if directory == root:
+                raise
+            continue
+        subdirectories = []
+        for entry in entries:
+            if not budget.take():
+                return
+            if not include_hidden and entry.name.startswith("."):
+                continue
+            relative = prefix + entry.name
+            if prune is not None and prune(entry, relative):
+                continue
+            yield entry, relative, depth
+            if (max_depth is None or depth < max_depth) and _is_dir(entry, follow=False):
+                subdirectories.append((entry.path, relative + "/", depth + 1))
+        stack.extend(reversed(subdirectories))
+
+
+def _is_dir(entry: os.DirEntry[str], follow: bool = True) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=follow)
+    except OSError:
+        return False
+
+
+def _entry_stat(entry: os.DirEntry[str]) -> os.stat_result | None:
+    try:
+        return entry.stat()
+    except OSError:
+        try:
+            return entry.stat(follow_symlinks=False)  # a dangling symlink
+        except OSError:
+            return None
+
+
+def _require_directory(real: str, operation: str, path: str) -> None:
+    info = os.stat(real)
+    if not stat.S_ISDIR(info.st_mode):
+        raise FileOperationError.from_errno(errno_codes.ENOTDIR, operation, path)
+
+
+def _matches_any(name: str, relative: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(relative, p) for p in patterns)
+
+
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    """Translate a path glob (``**``, ``*``, ``?``, ``[...]``, ``{a,b}``) into an anchored regex.
+    ``*`` stays within one path segment; ``**/`` spans any number of directories (including none)."""
+    return re.compile(_glob_body(pattern) + r"\Z", re.DOTALL)
+
+
+def _glob_body(pattern: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        char = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if end == -1:
+                out.append(re.escape(char))
+            else:
+                body = pattern[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        elif char == "{":
+            end = pattern.find("}", i)
+            if end == -1:
+                out.append(re.escape(char))
+            else:
+                options = pattern[i + 1 : end].split(",")
+                out.append("(?:" + "|".join(_glob_body(option) for option in options) + ")")
+                i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def _parse_size(value: str | None, operation: str, path: str) -> int:
+    """``1M``, ``500K``, ``2048`` -> bytes, never above the 1 MiB grep limit."""
+    if value is None or value == "":
+        return GREP_MAX_FILE_SIZE
+    found = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)[bB]?\s*", value)
+    if not found:
+        raise FileOperationError.invalid(
+            operation, path, f"invalid max_file_size {value!r} (use e.g. 500K, 1M)"
+        )
+    scale = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[found.group(2).lower()]
+    return min(int(found.group(1)) * scale, GREP_MAX_FILE_SIZE)
+
+
+def _clamp(value: int | None, default: int, limit: int) -> int:
+    if value is None:
+        return default
+    return max(1, min(int(value), limit))
+
+
+def find_files(real: str, path: str, pattern: str) -> dict[str, Any]:
+    _require_directory(real, "find", path)
+    budget = ScanBudget()
+    files: list[str] = []
+    truncated = False
+    for entry, _relative, _depth in walk_tree(real, budget):
+        if fnmatch.fnmatchcase(entry.name, pattern) and not _is_dir(entry):
+            if len(files) >= FIND_MAX_RESULTS:
+                truncated = True
+                break
+            files.append(entry.path)
+    files.sort()
+    return {
+        "action": "find",
+        "path": path,
+        "success": True,
+        "files": files,
+        "file_count": len(files),
+        "truncated": truncated or budget.exhausted,
+    }
+
+
+def _file_info(entry: os.DirEntry[str], include_size: bool, include_permissions: bool) -> dict[str, Any]:
+    is_directory = _is_dir(entry)
+    info = _entry_stat(entry)
+    extension = os.path.splitext(entry.name)[1] if not is_directory else ""
+    return {
+        "name": entry.name,
+        "path": entry.path,
+        "is_directory": is_directory,
+        "size": info.st_size if include_size and info is not None else None,
+        "modified_time": iso_time(info.st_mtime) if info is not None else None,
+        "permissions": format(stat.S_IMODE(info.st_mode), "03o") if include_permissions and info else None,
+        "extension": extension or None,
+    }
+
+
+_LIST_SORTS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "name": lambda f: f["name"],
+    "size": lambda f: (f["size"] or 0, f["name"]),
+    "modified": lambda f: (f["modified_time"] or "", f["name"]),
+    "type": lambda f: (not f["is_directory"], f["extension"] or "", f["name"]),
+}
+
+
+def list_directory(
+    real: str,
+    path: str,
+    recursive: bool,
+    show_hidden: bool,
+    file_types: Sequence[str] | None,
+    max_depth: int | None,
+    include_size: bool,
+    include_permissions: bool,
+    sort_by: str,
+    sort_desc: bool,
+) -> dict[str, Any]:
+    _require_directory(real, "list", path)
+    if sort_by not in _LIST_SORTS:
+        raise FileOperationError.invalid("list", path, f"sort_by must be one of {', '.join(_LIST_SORTS)}")
+    depth = (max_depth if max_depth and max_depth > 0 else None) if recursive else 1
+    extensions = {("." + t.lstrip(".")).lower() for t in file_types or ()}
+    budget = ScanBudget()
+    files: list[dict[str, Any]] = []
+    truncated = False
+    for entry, _relative, _depth in walk_tree(real, budget, include_hidden=show_hidden, max_depth=depth):
+        info = _file_info(entry, include_size, include_permissions)
+        if extensions and not info["is_directory"] and (info["extension"] or "").lower() not in extensions:
+            continue
+        if len(files) >= LIST_MAX_RESULTS:
+            truncated = True
+            break
+        files.append(info)
+    files.sort(key=_LIST_SORTS[sort_by], reverse=sort_desc)
+    directories = sum(1 for f in files if f["is_directory"])
+    return {
+        "action": "list",
+        "path": path,
+        "success": True,
+        "files": files,
+        "total_count": len(files),
+        "directory_count": directories,
+        "file_count": len(files) - directories,
+        "truncated": truncated or budget.exhausted,
+    }
+
+
+def grep_files(
+    real: str,
+    path: str,
+    pattern: str,
+    include: Sequence[str] | None,
+    exclude: Sequence[str] | None,
+    case_insensitive: bool,
+    fixed_strings: bool,
+    context_before: int,
+    context_after: int,
+    max_results: int | None,
+    max_file_size: str | None,
+    multiline: bool,
+    offset: int,
+    file_type: str | None,
+    recursive: bool,
+) -> dict[str, Any]:
+    flags = (re.IGNORECASE if case_insensitive else 0) | (re.MULTILINE | re.DOTALL if multiline else 0)
+    regex = compile_pattern(pattern, "grep", path, flags, literal=fixed_strings)
+    limit = _clamp(max_results, GREP_MAX_MATCHES, GREP_MAX_MATCHES)
+    size_limit = _parse_size(max_file_size, "grep", path)
+    includes = list(include or ())
+    if file_type:
+        if file_type not in RG_TYPES:
+            raise FileOperationError.invalid(
+                "grep", path, f"unknown type {file_type!r} ({', '.join(RG_TYPES)})"
+            )
+        includes.extend(RG_TYPES[file_type])
+    excludes = list(exclude or ())
+    before, after = max(0, context_before), max(0, context_after)
+    skip = max(0, offset)
+
+    info = os.stat(real)
+    budget = ScanBudget()
+    if stat.S_ISDIR(info.st_mode):
+        walk = walk_tree(
+            real,
+            budget,
+            include_hidden=False,
+            max_depth=None if recursive else 1,
+            prune=lambda entry, relative: bool(excludes) and _matches_any(entry.name, relative, excludes),
+        )
+        candidates = (
+            (entry.path, relative)
+            for entry, relative, _depth in walk
+            if not _is_dir(entry) and (not includes or _matches_any(entry.name, relative, includes))
+        )
+    else:
+        candidates = iter([(real, os.path.basename(real))])
+
+    matches: list[dict[str, Any]] = []
+    searched = matched_files = 0
+    truncated = False
+    for file_path, _relative in candidates:
+        text = _grep_text(file_path, size_limit)
+        if text is None:
+            continue
+        searched += 1
+        found = False
+        for match in _grep_file(regex, text, multiline, before, after):
+            found = True
+            if skip:
+                skip -= 1
+                continue
+            if len(matches) >= limit:
+                truncated = True
+                break
+            matches.append({"file": file_path, **match})
+        matched_files += found
+        if truncated:
+            break
+    return {
+        "action": "grep",
+        "path": path,
+        "pattern": pattern,
+        "success": True,
+        "matches": matches,
+        "match_count": len(matches),
+        "files_searched": searched,
+        "files_matched": matched_files,
+        "truncated": truncated or budget.exhausted,
+    }
+
+
+def _grep_text(file_path: str, size_limit: int) -> str | None:
+    """A file's text for grep, or None for what ripgrep skips: too big, binary (NUL byte), unreadable."""
+    try:
+        with open_nonblocking(file_path) as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > size_limit:
+                return None
+            data = handle.read(size_limit + 1)
+    except OSError:
+        return None
+    if len(data) > size_limit or b"\x00" in data[:8192]:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _grep_file(
+    regex: re.Pattern[str], text: str, multiline: bool, before: int, after: int
+) -> Iterator[dict[str, Any]]:
+    lines = [line.rstrip("\n").rstrip("\r") for line in split_lines(text)]
+
+    def context(first: int, last: int) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if before:
+            extra["context_before"] = lines[max(0, first - before) : first]
+        if after:
+            extra["context_after"] = lines[last + 1 : last + 1 + after]
+        return extra
+
+    if multiline:
+        for found in regex.finditer(text):
+            first = text.count("\n", 0, found.start())
+            last = first + text.count("\n", found.start(), max(found.start(), found.end() - 1))
+            content = "\n".join(lines[first : last + 1])
+            yield {"line_number": first + 1, "line_content": content, **context(first, last)}
+        return
+    for index, line in enumerate(lines):
+        if regex.search(line):
+            yield {"line_number": index + 1, "line_content": line, **context(index, index)}
+
+
+_GLOB_SORTS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "path": lambda f: f["path"],
+    "name": lambda f: (f["name"], f["path"]),
+    "size": lambda f: (f.get("size") or 0, f["path"]),
+    "modified": lambda f: (f.get("modified_time") or "", f["path"]),
+}
+
+
+def glob_files(
+    real: str,
+    path: str,
+    pattern: str,
+    include: Sequence[str] | None,
+    exclude: Sequence[str] | None,
+    include_hidden: bool,
+    files_only: bool,
+    include_metadata: bool,
+    max_results: int | None,
+    sort_by: str,
+    sort_desc: bool,
+) -> dict[str, Any]:
+    _require_directory(real, "glob", path)
+    if sort_by not in _GLOB_SORTS:
+        raise FileOperationError.invalid("glob", path, f"sort_by must be one of {', '.join(_GLOB_SORTS)}")
+    relative_pattern = pattern
+    if os.path.isabs(pattern):
+        root = real.rstrip("/") + "/"
+        if not pattern.startswith(root):
+            raise FileOperationError.invalid("glob", path, f"absolute pattern {pattern!r} is outside {path}")
+        relative_pattern = pattern[len(root) :]
+    regex = glob_to_regex(relative_pattern)
+    depth = None if "**" in relative_pattern else relative_pattern.count("/") + 1
+    limit = _clamp(max_results, GLOB_MAX_RESULTS, GLOB_MAX_RESULTS)
+    excludes = list(exclude or ())
+    includes = list(include or ())
+    budget = ScanBudget()
+    walk = walk_tree(
+        real,
+        budget,
+        include_hidden=include_hidden,
+        max_depth=depth,
+        prune=lambda entry, relative: bool(excludes) and _matches_any(entry.name, relative, excludes),
+    )
+    files: list[dict[str, Any]] = []
+    truncated = False
+    for entry, relative, _depth in walk:
+        if not regex.match(relative):
+            continue
+        is_directory = _is_dir(entry)
+        if (files_only and is_directory) or (includes and not _matches_any(entry.name, relative, includes)):
+            continue
+        if len(files) >= limit:
+            truncated = True
+            break
+        item: dict[str, Any] = {"path": entry.path, "name": entry.name}
+        if include_metadata:
+            info = _entry_stat(entry)
+            item["is_directory"] = is_directory
+            item["size"] = info.st_size if info is not None else None
+            item["modified_time"] = iso_time(info.st_mtime) if info is not None else None
+        files.append(item)
+    files.sort(key=_GLOB_SORTS[sort_by], reverse=sort_desc)
+    return {
+        "action": "glob",
+        "path": path,
+        "pattern": pattern,
+        "success": True,
+        "files": files,
+        "total_count": len(files),
+        "truncated": truncated or budget.exhausted,
+    }

@@ -1,0 +1,393 @@
+"""The file plane: the eight ``sandbox_file_operations`` actions (read, write, replace, search, find,
+list, grep, glob), uploads and downloads, with one structured error shape (:mod:`.file_errors`).
+
+Every operation runs its blocking file I/O in one worker thread (``anyio.to_thread``) so a slow disk
+or a big tree never stalls the event loop; the tree-walking actions live in :mod:`.file_tree`."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import errno as errno_codes
+import os
+import secrets
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import IO, Any, TypeVar
+
+import anyio.to_thread
+
+from ..settings import GatewaySettings
+from .file_errors import VERBS, FileOperationError, compile_pattern, guarded, resolve_path
+from .file_tree import (
+    find_files,
+    glob_files,
+    grep_files,
+    list_directory,
+    open_nonblocking,
+    split_lines,
+)
+
+#: aiod's limit for a file read into a tool answer (download streams instead).
+READ_LIMIT = 16 * 1024 * 1024
+ENCODINGS = ("utf-8", "base64", "raw")
+
+T = TypeVar("T")
+
+
+def _read_bytes(real: str, operation: str, path: str, limit: int = READ_LIMIT) -> bytes:
+    """A regular file's bytes, refusing FIFOs/devices (they block or never end) and files over ``limit``."""
+    with open_nonblocking(real) as handle:
+        info = os.fstat(handle.fileno())
+        if stat.S_ISDIR(info.st_mode):
+            raise FileOperationError.from_errno(errno_codes.EISDIR, operation, path)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileOperationError.invalid(operation, path, "not a regular file", "invalid_target")
+        if info.st_size > limit:
+            raise _too_large(operation, path, limit)
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise _too_large(operation, path, limit)
+    return data
+
+
+def _too_large(operation: str, path: str, limit: int) -> FileOperationError:
+    error = FileOperationError.from_errno(errno_codes.EFBIG, operation, path)
+    error.message = (
+        f"Failed to {VERBS[operation]}: File too large (os error {errno_codes.EFBIG}); the limit is "
+        f"{limit} bytes, download it with GET /v1/file/download instead"
+    )
+    return error
+
+
+def read_text_sync(real: str, operation: str, path: str) -> str:
+    return _read_bytes(real, operation, path).decode("utf-8")
+
+
+def write_bytes_sync(real: str, data: bytes, append: bool = False) -> None:
+    """Write (or append) ``data``, creating missing parent directories as aiod does."""
+    parent = os.path.dirname(real)
+    if parent and not os.path.lexists(parent):
+        os.makedirs(parent, exist_ok=True)
+    with open(real, "ab" if append else "wb") as handle:
+        handle.write(data)
+
+
+def _split_byte_lines(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+        return [line + b"\n" for line in lines]
+    return [line + b"\n" for line in lines[:-1]] + [lines[-1]]
+
+
+def _read(
+    real: str, path: str, encoding: str, start_line: int | None, end_line: int | None
+) -> dict[str, Any]:
+    data = _read_bytes(real, "read", path)
+    sliced = start_line is not None or end_line is not None
+    if encoding == "base64":
+        if sliced:
+            data = b"".join(_split_byte_lines(data)[start_line:end_line])
+        content = base64.b64encode(data).decode("ascii")
+    else:
+        text = data.decode("utf-8", errors="strict" if encoding == "utf-8" else "replace")
+        content = "".join(split_lines(text)[start_line:end_line]) if sliced else text
+    return {"action": "read", "path": path, "success": True, "content": content}
+
+
+def _write(
+    real: str,
+    path: str,
+    content: str,
+    encoding: str,
+    append: bool,
+    leading_newline: bool,
+    trailing_newline: bool,
+) -> dict[str, Any]:
+    if encoding == "base64":
+        try:
+            data = base64.b64decode(content, validate=True)
+        except (binascii.Error, ValueError):
+            raise FileOperationError.invalid("write", path, "content is not valid base64") from None
+    else:
+        text = ("\n" if leading_newline else "") + content + ("\n" if trailing_newline else "")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise FileOperationError.invalid("write", path, "content is not valid Unicode text") from None
+    write_bytes_sync(real, data, append)
+    return {"action": "write", "path": path, "success": True, "bytes_written": len(data)}
+
+
+def _replace(real: str, path: str, old: str, new: str) -> dict[str, Any]:
+    text = read_text_sync(real, "replace", path)
+    count = text.count(old)
+    if count:
+        write_bytes_sync(real, text.replace(old, new).encode("utf-8"))
+    return {"action": "replace", "path": path, "success": True, "replaced_count": count}
+
+
+def _search(real: str, path: str, regex: str) -> dict[str, Any]:
+    pattern = compile_pattern(regex, "search", path)
+    matches: list[str] = []
+    numbers: list[int] = []
+    for number, line in enumerate(split_lines(read_text_sync(real, "search", path)), start=1):
+        line = line.rstrip("\n")
+        if pattern.search(line):
+            matches.append(line)
+            numbers.append(number)
+    return {
+        "action": "search",
+        "path": path,
+        "success": True,
+        "matches": matches,
+        "line_numbers": numbers,
+        "match_count": len(matches),
+    }
+
+
+def _save_upload(real: str, path: str, source: IO[bytes], filename: str | None) -> dict[str, Any]:
+    if path.endswith("/"):  # "dir/": a directory, created when missing
+        os.makedirs(real, exist_ok=True)
+    if os.path.isdir(real):  # a directory target keeps the uploaded file's own name
+        name = os.path.basename((filename or "").replace("\\", "/"))
+        if name in ("", ".", ".."):
+            raise FileOperationError.invalid(
+                "upload", path, "the uploaded file has no name; give a file path"
+            )
+        real, path = os.path.join(real, name), os.path.join(path, name)
+    parent = os.path.dirname(real) or "/"
+    if not os.path.lexists(parent):
+        os.makedirs(parent, exist_ok=True)
+    source.seek(0)
+    # Write next to the target and rename, so a reader never sees half an upload. os.open applies the
+    # umask, so a new file gets the same mode a plain write would give it.
+    temporary = os.path.join(parent, f".upload-{secrets.token_hex(8)}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            shutil.copyfileobj(source, handle, 1024 * 1024)
+        if os.path.lexists(real):
+            shutil.copymode(real, temporary)
+        os.replace(temporary, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return {"file_path": path, "file_size": os.stat(real).st_size, "success": True}
+
+
+def _download_target(real: str, path: str) -> os.stat_result:
+    info = os.stat(real)
+    if stat.S_ISDIR(info.st_mode):
+        raise FileOperationError.from_errno(errno_codes.EISDIR, "download", path)
+    if not stat.S_ISREG(info.st_mode):
+        raise FileOperationError.invalid("download", path, "not a regular file", "invalid_target")
+    with open_nonblocking(real):  # permission check now, not half-way through the response
+        pass
+    return info
+
+
+class FilePlane:
+    """The sandbox's file system as seen by agents; stateless apart from settings."""
+
+    def __init__(self, settings: GatewaySettings) -> None:
+        self.settings = settings
+
+    async def aclose(self) -> None:
+        """Nothing to release: every operation opens and closes its own files."""
+
+    async def _run(self, operation: str, path: str, fn: Callable[..., T], *args: Any) -> T:
+        def job() -> T:
+            real = resolve_path(path, operation)
+            return guarded(operation, path, lambda: fn(real, path, *args))
+
+        return await anyio.to_thread.run_sync(job)
+
+    @staticmethod
+    def _check_encoding(operation: str, path: str, encoding: str | None) -> str:
+        encoding = (encoding or "utf-8").lower()
+        if encoding == "utf8":
+            encoding = "utf-8"
+        if encoding not in ENCODINGS:
+            raise FileOperationError.invalid(
+                operation, path, f"encoding must be one of {', '.join(ENCODINGS)}"
+            )
+        return encoding
+
+    async def read(
+        self,
+        path: str,
+        *,
+        encoding: str | None = "utf-8",
+        start_line: int | None = None,
+        end_line: int | None = None,
+    ) -> dict[str, Any]:
+        """``content`` of a file; ``start_line``/``end_line`` are 0-based, end exclusive."""
+        encoding = self._check_encoding("read", path, encoding)
+        for name, value in (("start_line", start_line), ("end_line", end_line)):
+            if value is not None and value < 0:
+                raise FileOperationError.invalid("read", path, f"{name} must be 0 or more")
+        return await self._run("read", path, _read, encoding, start_line, end_line)
+
+    async def write(
+        self,
+        path: str,
+        content: str | None,
+        *,
+        encoding: str | None = "utf-8",
+        append: bool = False,
+        leading_newline: bool = False,
+        trailing_newline: bool = False,
+    ) -> dict[str, Any]:
+        if content is None:
+            raise FileOperationError.invalid("write", path, "content is required for write")
+        encoding = self._check_encoding("write", path, encoding)
+        return await self._run(
+            "write", path, _write, content, encoding, append, leading_newline, trailing_newline
+        )
+
+    async def replace(self, path: str, old: str | None, new: str | None) -> dict[str, Any]:
+        """Replace every occurrence of ``old`` (``content``) with ``new`` (``target``)."""
+        if not old:
+            raise FileOperationError.invalid("replace", path, "content (the text to replace) is required")
+        if new is None:
+            raise FileOperationError.invalid("replace", path, "target (the replacement text) is required")
+        return await self._run("replace", path, _replace, old, new)
+
+    async def search(self, path: str, regex: str | None) -> dict[str, Any]:
+        """Lines of one file matching ``regex`` with their 1-based numbers."""
+        if not regex:
+            raise FileOperationError.invalid("search", path, "content (the regex to search for) is required")
+        return await self._run("search", path, _search, regex)
+
+    async def find(self, path: str, pattern: str | None) -> dict[str, Any]:
+        """Files under ``path`` whose name matches the glob ``pattern`` (like ``find -name``)."""
+        if not pattern:
+            raise FileOperationError.invalid("find", path, "pattern (a file-name glob) is required")
+        return await self._run("find", path, find_files, pattern)
+
+    async def list(
+        self,
+        path: str,
+        *,
+        recursive: bool = False,
+        show_hidden: bool = False,
+        file_types: Sequence[str] | None = None,
+        max_depth: int | None = None,
+        include_size: bool = True,
+        include_permissions: bool = False,
+        sort_by: str | None = "name",
+        sort_desc: bool = False,
+    ) -> dict[str, Any]:
+        return await self._run(
+            "list",
+            path,
+            list_directory,
+            recursive,
+            show_hidden,
+            file_types,
+            max_depth,
+            include_size,
+            include_permissions,
+            sort_by or "name",
+            sort_desc,
+        )
+
+    async def grep(
+        self,
+        path: str,
+        pattern: str | None,
+        *,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+        case_insensitive: bool = False,
+        fixed_strings: bool = False,
+        context_before: int = 0,
+        context_after: int = 0,
+        max_results: int | None = None,
+        max_file_size: str | None = None,
+        multiline: bool = False,
+        offset: int = 0,
+        file_type: str | None = None,
+        recursive: bool = True,
+    ) -> dict[str, Any]:
+        """Regex (or literal) search across files, ripgrep-style: hidden and binary files and files
+        over 1 MiB are skipped; at most 500 matches."""
+        if not pattern:
+            raise FileOperationError.invalid("grep", path, "pattern is required")
+        return await self._run(
+            "grep",
+            path,
+            grep_files,
+            pattern,
+            include,
+            exclude,
+            case_insensitive,
+            fixed_strings,
+            context_before,
+            context_after,
+            max_results,
+            max_file_size,
+            multiline,
+            offset,
+            file_type,
+            recursive,
+        )
+
+    async def glob(
+        self,
+        path: str,
+        pattern: str | None,
+        *,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+        include_hidden: bool = False,
+        files_only: bool = True,
+        include_metadata: bool = True,
+        max_results: int | None = None,
+        sort_by: str | None = "path",
+        sort_desc: bool = False,
+    ) -> dict[str, Any]:
+        """Paths under ``path`` matching a path glob such as ``**/*.py`` (at most 5000)."""
+        if not pattern:
+            raise FileOperationError.invalid("glob", path, "pattern (a glob such as **/*.py) is required")
+        return await self._run(
+            "glob",
+            path,
+            glob_files,
+            pattern,
+            include,
+            exclude,
+            include_hidden,
+            files_only,
+            include_metadata,
+            max_results,
+            sort_by or "path",
+            sort_desc,
+        )
+
+    async def read_text(self, path: str) -> str:
+        """A whole UTF-8 file (for the editor)."""
+        return await self._run("read", path, lambda real, given: read_text_sync(real, "read", given))
+
+    async def write_text(self, path: str, text: str) -> None:
+        """Replace a file's content with ``text`` (for the editor)."""
+        await self._run("write", path, lambda real, _given: write_bytes_sync(real, text.encode("utf-8")))
+
+    async def save_upload(self, path: str | None, filename: str | None, source: IO[bytes]) -> dict[str, Any]:
+        """Copy an uploaded (spooled) file to ``path`` atomically; ``{file_path, file_size, success}``.
+        A directory ``path`` (or none: the temp directory) keeps the upload's own file name."""
+        return await self._run("upload", path or tempfile.gettempdir(), _save_upload, source, filename)
+
+    async def download_target(self, path: str) -> tuple[str, os.stat_result]:
+        """The resolved path and ``stat`` of a readable regular file, for a streamed response."""
+
+        def target(real: str, given: str) -> tuple[str, os.stat_result]:
+            return real, _download_target(real, given)
+
+        return await self._run("download", path, target)

@@ -1,0 +1,306 @@
+"""REST door of the code plane: ``/v1/code/*``, ``/v1/jupyter/*`` and ``/v1/nodejs/*`` as the
+``agent-sandbox`` SDK calls them. A cell that ran and failed is HTTP 200 with ``success: false`` and
+``data.status`` ``error`` or ``timeout`` (the traceback in ``outputs``); a refused request is an HTTP
+error (400 bad value, 404 unknown session, 429 too many sessions, 503 interpreter missing).
+
+The Jupyter routes are served by the plane's own Python workers, which answer with Jupyter-shaped
+outputs; no ipykernel is involved."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+from ..planes.code import (
+    DEFAULT_TIMEOUT,
+    LANGUAGES,
+    MAX_TIMEOUT,
+    SESSION_IDLE,
+    CodeError,
+    Execution,
+    InvalidRequest,
+    RuntimeUnavailable,
+    SessionInfo,
+    SessionLimitReached,
+    SessionNotFound,
+)
+from ..settings import GatewaySettings
+from .envelope import RestError, failed, ok
+
+if TYPE_CHECKING:
+    from ..planes import Planes
+
+_STATUS = {SessionNotFound: 404, SessionLimitReached: 429, RuntimeUnavailable: 503}
+_DESCRIPTIONS = {
+    "python": "Python interpreter: stateless calls on a warm fork server, or stateful REPL sessions",
+    "javascript": "Node.js: stateless calls on a pre-started node, or stateful REPL sessions",
+}
+
+
+class CodeExecuteRequest(BaseModel):
+    language: str = "python"
+    code: str
+    timeout: float | None = None
+    cwd: str | None = None
+    stateful: bool | None = None
+    session_id: str | None = None
+
+
+class JupyterExecuteRequest(BaseModel):
+    code: str
+    timeout: float | None = None
+    kernel_name: str | None = None
+    session_id: str | None = None
+    cwd: str | None = None
+
+
+class JupyterCreateSessionRequest(BaseModel):
+    session_id: str | None = None
+    kernel_name: str | None = None
+    cwd: str | None = None
+
+
+class NodeJsExecuteRequest(BaseModel):
+    code: str
+    timeout: float | None = None
+    stdin: str | None = None
+    files: dict[str, str | None] | None = None
+    stateful: bool | None = None
+    session_id: str | None = None
+    cwd: str | None = None
+    version: str | None = None
+
+
+class NodeJsCreateSessionRequest(BaseModel):
+    session_id: str | None = None
+    cwd: str | None = None
+    max_idle_time: float | None = None  # seconds
+
+
+@contextlib.contextmanager
+def _plane_errors() -> Iterator[None]:
+    try:
+        yield
+    except CodeError as exc:
+        raise RestError(_STATUS.get(type(exc), 400), str(exc)) from None
+
+
+def _envelope(execution: Execution, data: dict[str, Any]) -> dict[str, Any]:
+    if execution.status == "ok":
+        return ok(data)
+    error = execution.error
+    message = f"{error.ename}: {error.evalue}" if error is not None else f"Execution {execution.status}"
+    return failed(message, data)
+
+
+def _code_data(execution: Execution) -> dict[str, Any]:
+    return {
+        "language": execution.language,
+        "status": execution.status,
+        "code": execution.code,
+        "outputs": execution.outputs(),
+        "stdout": execution.stdout,
+        "stderr": execution.stderr,
+        "exit_code": execution.exit_code,
+        "traceback": list(execution.error.traceback) if execution.error else None,
+        "session_id": execution.session_id,
+        "execution_count": execution.execution_count,
+    }
+
+
+def _node_session(info: SessionInfo) -> dict[str, Any]:
+    """Node.js REPL session info: timestamps and idle limit in milliseconds, as the SDK documents."""
+    return {
+        "session_id": info.session_id,
+        "cwd": info.cwd,
+        "created_at": info.created_at * 1000,
+        "last_used": info.last_used * 1000,
+        "max_idle_time": int(info.max_idle * 1000),
+        "age_seconds": info.idle_seconds,  # "seconds since last activity" in the Node.js API
+        "state": info.state,
+    }
+
+
+def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+    plane = planes.code
+    api = APIRouter()
+
+    async def python_kernels() -> list[str]:
+        runtime = await plane.runtime("python")
+        return ["python3", "python" + ".".join(runtime.version.split(".")[:2])]
+
+    async def kernel(name: str | None) -> str:
+        if name in (None, "", "python3", "python"):
+            return "python3"
+        available = await python_kernels()
+        if name not in available:
+            raise InvalidRequest(f"kernel {name!r} is not available; available kernels: {', '.join(available)}")
+        return name
+
+    async def node_major() -> str:
+        return (await plane.runtime("javascript")).version.split(".")[0]
+
+    # -- /v1/code --------------------------------------------------------------------------------
+
+    @api.post("/v1/code/execute")
+    async def execute_code(body: CodeExecuteRequest) -> dict[str, Any]:
+        with _plane_errors():
+            execution = await plane.execute(body.language, body.code, timeout=body.timeout, cwd=body.cwd,
+                                            session_id=body.session_id, stateful=bool(body.stateful))
+        return _envelope(execution, _code_data(execution))
+
+    @api.get("/v1/code/info")
+    async def code_info() -> dict[str, Any]:
+        languages = []
+        for language in LANGUAGES:
+            try:
+                runtime = await plane.runtime(language)
+            except RuntimeUnavailable:
+                continue
+            languages.append({
+                "language": language,
+                "description": _DESCRIPTIONS[language],
+                "runtime_version": runtime.version,
+                "default_timeout": DEFAULT_TIMEOUT,
+                "max_timeout": MAX_TIMEOUT,
+                "details": {"executable": runtime.executable, "stateful": True,
+                            "max_sessions": plane.max_sessions,
+                            "session_idle_timeout_seconds": int(SESSION_IDLE[language])},
+            })
+        return ok({"languages": languages})
+
+    # -- /v1/jupyter -----------------------------------------------------------------------------
+
+    @api.post("/v1/jupyter/execute")
+    async def jupyter_execute(body: JupyterExecuteRequest) -> dict[str, Any]:
+        with _plane_errors():
+            kernel_name = await kernel(body.kernel_name)
+            execution = await plane.execute("python", body.code, timeout=body.timeout, cwd=body.cwd,
+                                            session_id=body.session_id)
+        data = {
+            "kernel_name": kernel_name,
+            "session_id": execution.session_id,
+            "status": execution.status,
+            "execution_count": execution.execution_count,
+            "outputs": execution.outputs(),
+            "code": execution.code,
+        }
+        return _envelope(execution, data)
+
+    @api.get("/v1/jupyter/info")
+    async def jupyter_info() -> dict[str, Any]:
+        with _plane_errors():
+            runtime = await plane.runtime("python")
+            kernels = await python_kernels()
+            sessions = await plane.list_sessions("python")
+        return ok({
+            "default_kernel": "python3",
+            "available_kernels": kernels,
+            "active_sessions": len(sessions),
+            "session_timeout_seconds": int(SESSION_IDLE["python"]),
+            "max_sessions": plane.max_sessions,
+            "description": "Python execution with Jupyter-style outputs and persistent sessions",
+            "kernel_detection": f"python3 on PATH: {runtime.executable} (Python {runtime.version}); "
+                                "served by agentbox's own interpreter workers, no ipykernel needed",
+        })
+
+    @api.post("/v1/jupyter/sessions/create")
+    async def jupyter_create_session(body: JupyterCreateSessionRequest) -> dict[str, Any]:
+        with _plane_errors():
+            kernel_name = await kernel(body.kernel_name)
+            info, created = await plane.create_session("python", body.session_id, cwd=body.cwd)
+        message = "Session created" if created else "Session already exists"
+        return ok({"session_id": info.session_id, "kernel_name": kernel_name, "message": message}, message)
+
+    @api.get("/v1/jupyter/sessions")
+    async def jupyter_sessions() -> dict[str, Any]:
+        sessions = await plane.list_sessions("python")
+        return ok({"sessions": {
+            s.session_id: {"kernel_name": "python3", "last_used": s.last_used, "age_seconds": s.age_seconds}
+            for s in sessions
+        }})
+
+    @api.delete("/v1/jupyter/sessions/{session_id}")
+    async def jupyter_delete_session(session_id: str) -> dict[str, Any]:
+        with _plane_errors():
+            await plane.delete_session(session_id, "python")
+        return ok({"session_id": session_id}, "Session deleted")
+
+    @api.delete("/v1/jupyter/sessions")
+    async def jupyter_delete_sessions() -> dict[str, Any]:
+        count = await plane.delete_sessions("python")
+        return ok({"deleted": count}, f"{count} session(s) deleted")
+
+    # -- /v1/nodejs ------------------------------------------------------------------------------
+
+    @api.post("/v1/nodejs/execute")
+    async def nodejs_execute(body: NodeJsExecuteRequest) -> dict[str, Any]:
+        with _plane_errors():
+            if body.version:
+                major = await node_major()
+                if body.version.removeprefix("node") != major:
+                    raise InvalidRequest(f"Node.js {body.version} is not installed; available: node{major}")
+            execution = await plane.execute(
+                "javascript", body.code, timeout=body.timeout, cwd=body.cwd, session_id=body.session_id,
+                stateful=bool(body.stateful), stdin=body.stdin, files=body.files,
+            )
+        data = {
+            "language": "javascript",
+            "status": execution.status,
+            "execution_count": execution.execution_count,
+            "outputs": execution.outputs(),
+            "code": execution.code,
+            "stdout": execution.stdout,
+            "stderr": execution.stderr,
+            "exit_code": execution.exit_code,
+            "session_id": execution.session_id,
+        }
+        return _envelope(execution, data)
+
+    @api.get("/v1/nodejs/info")
+    async def nodejs_info() -> dict[str, Any]:
+        with _plane_errors():
+            runtime = await plane.runtime("javascript")
+        major = runtime.version.split(".")[0]
+        return ok({
+            "node_version": f"v{runtime.version}",
+            "npm_version": await plane.npm_version() or "",
+            "supported_languages": ["javascript"],
+            "description": "Node.js execution: stateless calls or persistent REPL sessions",
+            "runtime_directory": os.path.dirname(runtime.executable),
+            "available_versions": [f"node{major}"],
+            "current_version": f"node{major}",
+        })
+
+    @api.get("/v1/nodejs/sessions")
+    async def nodejs_sessions() -> dict[str, Any]:
+        sessions = await plane.list_sessions("javascript")
+        return ok({"sessions": {s.session_id: _node_session(s) for s in sessions}})
+
+    @api.post("/v1/nodejs/sessions")
+    async def nodejs_create_session(body: NodeJsCreateSessionRequest) -> dict[str, Any]:
+        with _plane_errors():
+            info, created = await plane.create_session("javascript", body.session_id, cwd=body.cwd,
+                                                       max_idle=body.max_idle_time)
+        message = "Session created" if created else "Session already exists"
+        return ok({"session_id": info.session_id, "created": created, "message": message,
+                   "session": _node_session(info)}, message)
+
+    @api.get("/v1/nodejs/sessions/{session_id}")
+    async def nodejs_session(session_id: str) -> dict[str, Any]:
+        with _plane_errors():
+            info = await plane.get_session(session_id, "javascript")
+        return ok({"session": _node_session(info)})
+
+    @api.delete("/v1/nodejs/sessions/{session_id}")
+    async def nodejs_delete_session(session_id: str) -> dict[str, Any]:
+        with _plane_errors():
+            await plane.delete_session(session_id, "javascript")
+        return ok({"deleted": True}, "Session deleted")
+
+    return api

@@ -1,0 +1,287 @@
+"""REST door of the file plane (``/v1/file/*``), as the agent-sandbox SDK calls it.
+
+A failed operation is HTTP 200 with ``success: false`` and the structured error in ``data`` (AIO v1).
+Because the SDK parses ``data`` into the route's model even then, a failure's ``data`` also carries
+that model's required fields (``file``, ``content: ""`` ...), so SDK users get the error instead of
+a parsing exception. Download is the exception: it streams bytes, so it fails with an HTTP status."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Literal
+
+from fastapi import APIRouter, File, Form, Query, UploadFile
+from fastapi.responses import FileResponse
+from pydantic import BaseModel, Field
+
+from ..planes.files import FileOperationError
+from ..settings import GatewaySettings
+from .envelope import RestError, failed, ok
+
+if TYPE_CHECKING:
+    from ..planes import Planes
+
+#: aiod's v2 status for each error type, used where a status code is the only channel (download).
+HTTP_STATUS = {
+    "not_found": 404,
+    "permission_denied": 403,
+    "already_exists": 409,
+    "bad_request": 400,
+    "invalid_path": 400,
+    "invalid_target": 400,
+    "decode_error": 422,
+    "too_large": 413,
+    "no_space_left": 507,
+}
+
+
+class ReadRequest(BaseModel):
+    file: str = Field(description="Absolute file path")
+    start_line: int | None = Field(None, description="Start line (0-based)")
+    end_line: int | None = Field(None, description="End line (not inclusive)")
+    encoding: str | None = Field("utf-8", description="utf-8, base64 or raw")
+    sudo: bool | None = Field(None, description="Accepted for compatibility; the gateway's permissions apply")
+
+
+class WriteRequest(BaseModel):
+    file: str = Field(description="Absolute file path")
+    content: str = Field(description="Content to write (text, or base64 for binary)")
+    encoding: str | None = Field("utf-8", description="utf-8 for text, base64 for binary data")
+    append: bool = False
+    leading_newline: bool = False
+    trailing_newline: bool = False
+    sudo: bool | None = None
+
+
+class ReplaceRequest(BaseModel):
+    file: str
+    old_str: str
+    new_str: str
+    sudo: bool | None = None
+
+
+class SearchRequest(BaseModel):
+    file: str
+    regex: str
+    sudo: bool | None = None
+
+
+class FindRequest(BaseModel):
+    path: str
+    glob: str
+
+
+class GrepRequest(BaseModel):
+    path: str
+    pattern: str
+    include: list[str] | None = None
+    exclude: list[str] | None = None
+    case_insensitive: bool = False
+    fixed_strings: bool = False
+    context_before: int = Field(0, ge=0)
+    context_after: int = Field(0, ge=0)
+    max_results: int | None = Field(None, ge=1)
+    max_file_size: str | None = None
+    multiline: bool = False
+    offset: int = Field(0, ge=0)
+    type: str | None = None
+    recursive: bool = True
+
+
+class GlobRequest(BaseModel):
+    path: str
+    pattern: str
+    include: list[str] | None = None
+    exclude: list[str] | None = None
+    include_hidden: bool = False
+    files_only: bool = True
+    include_metadata: bool = True
+    max_results: int | None = Field(None, ge=1)
+    sort_by: str | None = "path"
+    sort_desc: bool = False
+
+
+class ListRequest(BaseModel):
+    path: str
+    recursive: bool = False
+    show_hidden: bool = False
+    file_types: list[str] | None = None
+    max_depth: int | None = Field(None, ge=1)
+    include_size: bool = True
+    include_permissions: bool = False
+    sort_by: str | None = "name"
+    sort_desc: bool = False
+
+
+class EditorRequest(BaseModel):
+    command: Literal["view", "create", "str_replace", "insert", "undo_edit"]
+    path: str
+    file_text: str | None = None
+    old_str: str | None = None
+    new_str: str | None = None
+    insert_line: int | None = None
+    view_range: list[int] | None = None
+    replace_mode: Literal["ALL", "FIRST", "LAST"] | None = None
+
+
+def _file_data(result: dict[str, Any]) -> dict[str, Any]:
+    """A single-file action's result as the SDK models it: ``path`` is called ``file``."""
+    data = {k: v for k, v in result.items() if k not in ("action", "success", "path")}
+    return {"file": result["path"], **data}
+
+
+def _tree_data(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if k not in ("action", "success")}
+
+
+async def _respond(
+    call: Awaitable[dict[str, Any]], single_file: bool, required: dict[str, Any]
+) -> dict[str, Any]:
+    try:
+        result = await call
+    except FileOperationError as exc:
+        return failed(exc.message, {**exc.to_dict(), **required})
+    return ok(_file_data(result) if single_file else _tree_data(result))
+
+
+def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+    files, editor = planes.files, planes.editor
+    api = APIRouter(prefix="/v1/file", tags=["file"])
+
+    @api.post("/read")
+    async def read_file(body: ReadRequest) -> dict[str, Any]:
+        """Read a file (``data``: ``{content, file}``); lines are 0-based, end exclusive."""
+        call = files.read(
+            body.file, encoding=body.encoding, start_line=body.start_line, end_line=body.end_line
+        )
+        return await _respond(call, True, {"file": body.file, "content": ""})
+
+    @api.post("/write")
+    async def write_file(body: WriteRequest) -> dict[str, Any]:
+        """Write text, or binary data sent as base64 (``encoding: base64``)."""
+        call = files.write(
+            body.file,
+            body.content,
+            encoding=body.encoding,
+            append=body.append,
+            leading_newline=body.leading_newline,
+            trailing_newline=body.trailing_newline,
+        )
+        return await _respond(call, True, {"file": body.file})
+
+    @api.post("/replace")
+    async def replace_in_file(body: ReplaceRequest) -> dict[str, Any]:
+        """Replace every occurrence of ``old_str`` with ``new_str``."""
+        return await _respond(files.replace(body.file, body.old_str, body.new_str), True, {"file": body.file})
+
+    @api.post("/search")
+    async def search_in_file(body: SearchRequest) -> dict[str, Any]:
+        """Lines of one file matching ``regex`` (1-based ``line_numbers``)."""
+        return await _respond(files.search(body.file, body.regex), True, {"file": body.file})
+
+    @api.post("/find")
+    async def find_files(body: FindRequest) -> dict[str, Any]:
+        """Files under ``path`` whose name matches ``glob``."""
+        return await _respond(files.find(body.path, body.glob), False, {"path": body.path})
+
+    @api.post("/grep")
+    async def grep_files(body: GrepRequest) -> dict[str, Any]:
+        """ripgrep-style search across files (at most 500 matches, files over 1 MiB skipped)."""
+        call = files.grep(
+            body.path,
+            body.pattern,
+            include=body.include,
+            exclude=body.exclude,
+            case_insensitive=body.case_insensitive,
+            fixed_strings=body.fixed_strings,
+            context_before=body.context_before,
+            context_after=body.context_after,
+            max_results=body.max_results,
+            max_file_size=body.max_file_size,
+            multiline=body.multiline,
+            offset=body.offset,
+            file_type=body.type,
+            recursive=body.recursive,
+        )
+        return await _respond(call, False, {"path": body.path, "pattern": body.pattern})
+
+    @api.post("/glob")
+    async def glob_files(body: GlobRequest) -> dict[str, Any]:
+        """Paths matching a glob such as ``**/*.py`` (at most 5000)."""
+        call = files.glob(
+            body.path,
+            body.pattern,
+            include=body.include,
+            exclude=body.exclude,
+            include_hidden=body.include_hidden,
+            files_only=body.files_only,
+            include_metadata=body.include_metadata,
+            max_results=body.max_results,
+            sort_by=body.sort_by,
+            sort_desc=body.sort_desc,
+        )
+        return await _respond(call, False, {"path": body.path, "pattern": body.pattern})
+
+    @api.post("/list")
+    async def list_path(body: ListRequest) -> dict[str, Any]:
+        """Directory entries (``FileInfo``) with counts (at most 10000)."""
+        call = files.list(
+            body.path,
+            recursive=body.recursive,
+            show_hidden=body.show_hidden,
+            file_types=body.file_types,
+            max_depth=body.max_depth,
+            include_size=body.include_size,
+            include_permissions=body.include_permissions,
+            sort_by=body.sort_by,
+            sort_desc=body.sort_desc,
+        )
+        return await _respond(call, False, {"path": body.path})
+
+    @api.post("/str_replace_editor")
+    async def str_replace_editor(body: EditorRequest) -> dict[str, Any]:
+        """Anthropic's text-editor commands: view, create, str_replace, insert, undo_edit."""
+        result = await editor.run(
+            body.command,
+            body.path,
+            file_text=body.file_text,
+            old_str=body.old_str,
+            new_str=body.new_str,
+            insert_line=body.insert_line,
+            view_range=body.view_range,
+            replace_mode=body.replace_mode,
+        )
+        data = result.to_dict()
+        return ok(data) if result.success else failed(result.error or "editor command failed", data)
+
+    @api.post("/upload")
+    async def upload_file(
+        file: UploadFile = File(...),  # noqa: B008
+        path: str | None = Form(None),
+    ) -> dict[str, Any]:
+        """Store a multipart upload at ``path`` (a directory, or none, keeps the file's own name)."""
+        try:
+            result = await files.save_upload(path, file.filename, file.file)
+        except FileOperationError as exc:
+            return failed(
+                exc.message, {**exc.to_dict(), "file_path": path or "", "file_size": 0, "success": False}
+            )
+        finally:
+            await file.close()
+        return ok(result)
+
+    @api.get(
+        "/download",
+        response_class=FileResponse,
+        responses={200: {"content": {"application/octet-stream": {}}}},
+    )
+    async def download_file(path: str = Query(..., description="Absolute file path")) -> FileResponse:
+        """Stream a file (``Range`` requests answer 206, ``ETag``/``Last-Modified`` set)."""
+        try:
+            real, info = await files.download_target(path)
+        except FileOperationError as exc:
+            raise RestError(HTTP_STATUS.get(exc.error_type, 500), exc.message, data=exc.to_dict()) from None
+        return FileResponse(real, stat_result=info, filename=os.path.basename(real))
+
+    return api

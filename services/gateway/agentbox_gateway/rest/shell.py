@@ -1,0 +1,411 @@
+"""``/v1/shell/*`` and ``/v1/bash/*``: AIO's two command APIs over the shell plane, shaped exactly as
+the ``agent-sandbox`` SDK parses them.
+
+``/v1/shell`` reports one interleaved ``output`` and waits by ``timeout`` (then ``running``),
+``no_change_timeout`` (then ``no_change_timeout``) and ``hard_timeout`` (kill); ``/v1/bash`` keeps
+stdout and stderr apart with offsets for polling. Both write to a running command's stdin (a
+trailing Ctrl-D, ``\\x04``, closes it). A non-zero exit is ``success: true`` with its ``exit_code``."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import signal
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from ..planes import Planes
+from ..planes.shell import (
+    OUTPUT_LIMIT,
+    CommandNotFound,
+    CommandRecord,
+    InvalidRequest,
+    SessionBusy,
+    SessionExists,
+    SessionLimit,
+    SessionNotFound,
+    ShellError,
+    ShellPlane,
+    ShellSession,
+    ShellUnavailable,
+    bash_quote,
+    resolve_dir,
+)
+from ..settings import GatewaySettings
+from .envelope import RestError, ok
+
+#: ``/v1/bash`` sync results are cut to this many characters per stream unless told (0: never).
+BASH_OUTPUT_LIMIT = 50_000
+#: The longest a request may hold the connection waiting (``wait``, long polls).
+MAX_WAIT = 300.0
+DEFAULT_WAIT = 30.0
+
+_STATUS_CODES: dict[type[ShellError], int] = {
+    SessionNotFound: 404,
+    CommandNotFound: 404,
+    SessionExists: 409,
+    SessionBusy: 409,
+    SessionLimit: 429,
+    InvalidRequest: 400,
+    ShellUnavailable: 503,
+}
+#: ``/v1/bash`` names the plane's statuses its own way.
+_BASH_STATUS = {"hard_timeout": "timed_out", "terminated": "killed"}
+_SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL, "SIGINT": signal.SIGINT}
+
+
+def _seconds() -> Any:
+    return Field(default=None, gt=0)
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except ShellError as exc:
+        raise RestError(_STATUS_CODES.get(type(exc), 400), str(exc)) from exc
+
+
+# -- request bodies ----------------------------------------------------------------------------
+
+
+class ShellExecRequest(BaseModel):
+    command: str
+    id: str | None = None
+    exec_dir: str | None = None
+    async_mode: bool | None = None
+    timeout: float | None = _seconds()
+    strict: bool | None = None
+    no_change_timeout: int | None = _seconds()
+    hard_timeout: float | None = _seconds()
+    preserve_symlinks: bool | None = None
+    truncate: bool | None = None
+
+
+class ShellIdRequest(BaseModel):
+    id: str
+
+
+class ShellWaitRequest(BaseModel):
+    id: str
+    seconds: int | None = Field(default=None, ge=0)
+    max_wait_seconds: int | None = Field(default=None, ge=0)
+
+
+class ShellWriteRequest(BaseModel):
+    id: str
+    input: str
+    press_enter: bool = False
+
+
+class ShellCreateSessionRequest(BaseModel):
+    id: str | None = None
+    exec_dir: str | None = None
+    no_change_timeout: int | None = _seconds()
+    preserve_symlinks: bool | None = None
+
+
+class ShellUpdateSessionRequest(BaseModel):
+    id: str
+    no_change_timeout: int | None = _seconds()
+
+
+class BashExecRequest(BaseModel):
+    command: str
+    session_id: str | None = None
+    exec_dir: str | None = None
+    env: dict[str, str | None] | None = None
+    async_mode: bool | None = None
+    timeout: float | None = _seconds()
+    hard_timeout: float | None = _seconds()
+    max_output_length: int | None = Field(default=None, ge=0)
+
+
+class BashOutputRequest(BaseModel):
+    session_id: str
+    command_id: str | None = None
+    offset: int | None = Field(default=None, ge=0)
+    stderr_offset: int | None = Field(default=None, ge=0)
+    wait: bool | None = None
+    wait_timeout: float | None = Field(default=None, ge=0)
+
+
+class BashWriteRequest(BaseModel):
+    session_id: str
+    input: str
+    command_id: str | None = None
+
+
+class BashKillRequest(BaseModel):
+    session_id: str
+    signal: Literal["SIGTERM", "SIGKILL", "SIGINT"] | None = None
+
+
+class BashCreateSessionRequest(BaseModel):
+    session_id: str | None = None
+    exec_dir: str | None = None
+    snapshot_path: str | None = None
+
+
+# -- answers -----------------------------------------------------------------------------------
+
+
+def _iso(moment: Any) -> str:
+    return moment.isoformat()
+
+
+def _shell_status(record: CommandRecord, outcome: str = "done") -> str:
+    if record.done:
+        return record.status
+    return "no_change_timeout" if outcome == "no_change" else "running"
+
+
+def _console(plane: ShellPlane, record: CommandRecord) -> dict[str, Any]:
+    return {"ps1": f"{plane.prompt_prefix}:{record.cwd_before}$", "command": record.command,
+            "output": record.output.text(OUTPUT_LIMIT)}
+
+
+def _shell_session_info(session: ShellSession) -> dict[str, Any]:
+    running = session.current
+    return {
+        "working_dir": session.cwd,
+        "created_at": _iso(session.created_at),
+        "last_used_at": _iso(session.last_used_at),
+        "age_seconds": int((datetime.now(UTC) - session.created_at).total_seconds()),
+        "status": "running" if running else "ready",
+        "current_command": running.command if running else None,
+    }
+
+
+def _bash_session_info(session: ShellSession) -> dict[str, Any]:
+    running = session.current
+    return {
+        "session_id": session.session_id,
+        "status": "ready",
+        "working_dir": session.cwd,
+        "created_at": _iso(session.created_at),
+        "last_used_at": _iso(session.last_used_at),
+        "current_command": running.command if running else None,
+        "command_count": session.command_count,
+    }
+
+
+def _bash_command(record: CommandRecord) -> dict[str, Any]:
+    status = record.status if record.done else "running"
+    return {"command_id": record.command_id, "command": record.command,
+            "status": _BASH_STATUS.get(status, status), "exit_code": record.exit_code}
+
+
+def _bash_exec_result(record: CommandRecord, limit: int | None) -> dict[str, Any]:
+    return {
+        "session_id": record.session_id,
+        **_bash_command(record),
+        "stdout": record.stdout.text(limit),
+        "stderr": record.stderr.text(limit),
+        "offset": record.stdout.total,
+        "stderr_offset": record.stderr.total,
+    }
+
+
+def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+    shell: ShellPlane = planes.shell
+    api = APIRouter(tags=["shell"])
+
+    # -- /v1/shell -----------------------------------------------------------------------------
+
+    @api.post("/v1/shell/exec")
+    async def shell_exec(body: ShellExecRequest) -> dict[str, Any]:
+        with _errors():
+            if body.id:
+                session = await shell.session(body.id)
+            else:
+                session = await shell.create_session(auto=True, preserve_symlinks=bool(body.preserve_symlinks))
+            cwd = body.exec_dir
+            if cwd and not body.strict:
+                try:
+                    resolve_dir(session.cwd, cwd)
+                except InvalidRequest:
+                    cwd = None  # not strict: stay in the session's directory, as AIO does
+            record = await session.start(body.command, cwd=cwd, interactive=True,
+                                         hard_timeout=body.hard_timeout,
+                                         preserve_symlinks=body.preserve_symlinks)
+            outcome = "running"
+            if not body.async_mode:
+                outcome = await record.wait(body.timeout, body.no_change_timeout or session.no_change_timeout)
+        limit = None if body.truncate is False else OUTPUT_LIMIT
+        return ok({
+            "session_id": record.session_id,
+            "command": record.command,
+            "status": _shell_status(record, outcome),
+            "output": record.output.text(limit),
+            "exit_code": record.exit_code,
+        })
+
+    @api.post("/v1/shell/view")
+    async def shell_view(body: ShellIdRequest) -> dict[str, Any]:
+        with _errors():
+            session = await shell.session(body.id)
+        last = session.last
+        return ok({
+            "session_id": session.session_id,
+            "output": last.output.text(OUTPUT_LIMIT) if last else "",
+            "status": _shell_status(last) if last else "completed",
+            "command": last.command if last else None,
+            "exit_code": last.exit_code if last else None,
+            "console": [_console(shell, record) for record in session.history],
+        })
+
+    @api.post("/v1/shell/wait")
+    async def shell_wait(body: ShellWaitRequest) -> dict[str, Any]:
+        with _errors():
+            session = await shell.session(body.id)
+        limits = [s for s in (body.seconds, body.max_wait_seconds) if s is not None]
+        last = session.last
+        if last is None:
+            return ok({"status": "completed"})
+        await last.wait(min([*limits, MAX_WAIT]) if limits else DEFAULT_WAIT)
+        return ok({"status": _shell_status(last), "exit_code": last.exit_code})
+
+    @api.post("/v1/shell/write")
+    async def shell_write(body: ShellWriteRequest) -> dict[str, Any]:
+        with _errors():
+            session = await shell.session(body.id)
+            record = await session.write(body.input + ("\n" if body.press_enter else ""))
+        return ok({"status": _shell_status(record)})
+
+    @api.post("/v1/shell/kill")
+    async def shell_kill(body: ShellIdRequest) -> dict[str, Any]:
+        with _errors():
+            session = await shell.session(body.id)
+            record = await session.send_signal(signal.SIGKILL)
+        if record is None:
+            return ok({"status": "completed", "exit_code": None, "returncode": None})
+        return ok({"status": _shell_status(record), "exit_code": record.exit_code,
+                   "returncode": record.exit_code})
+
+    @api.post("/v1/shell/sessions/create")
+    async def shell_create_session(body: ShellCreateSessionRequest) -> dict[str, Any]:
+        with _errors():
+            session = await shell.create_session(body.id, cwd=body.exec_dir,
+                                                 preserve_symlinks=bool(body.preserve_symlinks),
+                                                 no_change_timeout=body.no_change_timeout)
+        return ok({"session_id": session.session_id, "working_dir": session.cwd})
+
+    @api.post("/v1/shell/sessions/update")
+    async def shell_update_session(body: ShellUpdateSessionRequest) -> dict[str, Any]:
+        with _errors():
+            session = await shell.session(body.id)
+        if body.no_change_timeout is not None:
+            session.no_change_timeout = body.no_change_timeout
+        return ok({"session_id": session.session_id, "no_change_timeout": session.no_change_timeout,
+                   **_shell_session_info(session)})
+
+    @api.get("/v1/shell/sessions")
+    async def shell_list_sessions() -> dict[str, Any]:
+        return ok({"sessions": {s.session_id: _shell_session_info(s) for s in shell.sessions()}})
+
+    @api.get("/v1/shell/sessions/stats")
+    async def shell_session_stats() -> dict[str, Any]:
+        return ok(dataclasses.asdict(shell.stats()))
+
+    @api.get("/v1/shell/terminal-url")
+    async def shell_terminal_url() -> dict[str, Any]:
+        raise RestError(501, "this sandbox has no web terminal",
+                        hint="run commands with POST /v1/shell/exec or the sandbox_execute_bash MCP tool")
+
+    @api.delete("/v1/shell/sessions")
+    async def shell_cleanup_all() -> dict[str, Any]:
+        return ok({"closed": await shell.close_all()})
+
+    @api.delete("/v1/shell/sessions/{session_id}")
+    async def shell_cleanup_session(session_id: str) -> dict[str, Any]:
+        with _errors():
+            await shell.close_session(session_id)
+        return ok({"session_id": session_id, "closed": True})
+
+    # -- /v1/bash ------------------------------------------------------------------------------
+
+    @api.post("/v1/bash/exec")
+    async def bash_exec(body: BashExecRequest) -> dict[str, Any]:
+        env = {k: v for k, v in (body.env or {}).items() if v is not None}
+        with _errors():
+            if body.session_id:
+                session = await shell.session(body.session_id)
+            else:
+                session = await shell.create_session(auto=True)
+            record = await session.start(body.command, cwd=body.exec_dir, env=env, merged=False,
+                                         interactive=bool(body.async_mode) or body.timeout is not None,
+                                         hard_timeout=body.hard_timeout)
+            if body.async_mode:
+                return ok(_bash_exec_result(record, None))
+            await record.wait(body.timeout)
+        limit = BASH_OUTPUT_LIMIT if body.max_output_length is None else body.max_output_length
+        return ok(_bash_exec_result(record, limit if record.done else None))
+
+    @api.post("/v1/bash/output")
+    async def bash_output(body: BashOutputRequest) -> dict[str, Any]:
+        with _errors():
+            session = await shell.session(body.session_id)
+            record = session.record(body.command_id)
+        offset, stderr_offset = body.offset or 0, body.stderr_offset or 0
+        if record is None:
+            return ok({"session_id": session.session_id, "stdout": "", "stderr": "",
+                       "offset": 0, "stderr_offset": 0, "command": None})
+        if body.wait:
+            wait = DEFAULT_WAIT if body.wait_timeout is None else min(body.wait_timeout, MAX_WAIT)
+            await record.wait_for_output(offset, stderr_offset, wait)
+        return ok({
+            "session_id": session.session_id,
+            "stdout": record.stdout.read(offset),
+            "stderr": record.stderr.read(stderr_offset),
+            "offset": record.stdout.total,
+            "stderr_offset": record.stderr.total,
+            "command": _bash_command(record),
+        })
+
+    @api.post("/v1/bash/write")
+    async def bash_write(body: BashWriteRequest) -> dict[str, Any]:
+        with _errors():
+            session = await shell.session(body.session_id)
+            record = await session.write(body.input, body.command_id)
+        return ok({"session_id": record.session_id, "command_id": record.command_id,
+                   "written": len(body.input)})
+
+    @api.post("/v1/bash/kill")
+    async def bash_kill(body: BashKillRequest) -> dict[str, Any]:
+        name = body.signal or "SIGTERM"
+        with _errors():
+            session = await shell.session(body.session_id)
+            record = await session.send_signal(_SIGNALS[name])
+        return ok({"session_id": session.session_id, "signal": name,
+                   "command": _bash_command(record) if record else None})
+
+    @api.get("/v1/bash/sessions")
+    async def bash_sessions() -> dict[str, Any]:
+        return ok([_bash_session_info(s) for s in shell.sessions()])
+
+    @api.post("/v1/bash/sessions/create")
+    async def bash_create_session(body: BashCreateSessionRequest) -> dict[str, Any]:
+        with _errors():
+            snapshot = body.snapshot_path
+            session = await shell.create_session(body.session_id, cwd=body.exec_dir)
+            if snapshot:
+                record = await session.start(f". {bash_quote(snapshot)}", merged=False)
+                await record.wait()
+                if record.exit_code:
+                    await shell.close_session(session.session_id)
+                    raise InvalidRequest(f"sourcing {snapshot} failed (exit {record.exit_code}): "
+                                         f"{record.stderr.text(2000).strip()}")
+        return ok(_bash_session_info(session))
+
+    @api.post("/v1/bash/sessions/{session_id}/close")
+    async def bash_close_session(session_id: str) -> dict[str, Any]:
+        with _errors():
+            await shell.close_session(session_id)
+        return ok({"session_id": session_id, "closed": True})
+
+    return api

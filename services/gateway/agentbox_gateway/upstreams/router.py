@@ -1,0 +1,190 @@
+"""The upstream half of the catalogue: lists every registered upstream concurrently, publishes their
+tools under the seed's naming rules and routes each call back through a table from published name to
+(upstream, original name), never by re-parsing a name that two upstreams might both claim.
+
+A dead, slow or broken upstream only ever costs its own tools: it is left out of ``tools/list`` after
+at most the list timeout, and a call to it is an ``isError`` result naming it and the failure."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from mcp import types
+from mcp.shared.exceptions import MCPError
+from pydantic import ConfigDict, ValidationError
+
+from ..settings import GatewaySettings
+from .client import UpstreamClient, UpstreamRpcError, UpstreamTimeout, UpstreamUnavailable
+from .config import UpstreamConfig, parse_upstreams
+
+logger = logging.getLogger(__name__)
+
+#: An upstream that was listed recently but is now merely slow keeps its tools this long, so a busy
+#: server does not flicker in and out of the catalogue. A refused connection drops them at once.
+STALE_LIST_TTL = 30.0
+
+Route = tuple[UpstreamClient, str]
+
+
+class ForwardedResult(types.CallToolResult):
+    """An upstream's ``tools/call`` result as it was sent: only the fields the upstream set are
+    dumped (no ``isError: false`` is added) and unknown fields are kept on the model. The SDK then
+    shapes it for the client's protocol version, which keeps every field that version defines."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        kwargs["exclude_unset"] = True
+        dumped = super().model_dump(**kwargs)
+        # Required on the 2026-07-28 wire (the SDK drops it for older clients).
+        dumped.setdefault("resultType" if kwargs.get("by_alias") else "result_type", self.result_type)
+        return dumped
+
+
+def _failure(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    location = ".".join(str(part) for part in error["loc"])
+    return f"{location}: {error['msg']}" if location else error["msg"]
+
+
+class UpstreamRouter:
+    """The aggregated upstreams, in registration order."""
+
+    def __init__(self, configs: list[UpstreamConfig], *, list_timeout: float, call_timeout: float) -> None:
+        self._clients = [
+            UpstreamClient(config, list_timeout=list_timeout, call_timeout=call_timeout) for config in configs
+        ]
+        self._routes: dict[str, Route] = {}
+        self._last_good: dict[str, tuple[float, list[dict[str, Any]]]] = {}
+        #: "" while an upstream answers, else the reason it does not; logged when it changes.
+        self._state: dict[str, str] = {}
+        self._noted: set[tuple[str, str]] = set()
+
+    @classmethod
+    def from_config(cls, settings: GatewaySettings) -> UpstreamRouter:
+        return cls(
+            parse_upstreams(settings.mcp_servers),
+            list_timeout=settings.upstream_list_timeout,
+            call_timeout=settings.upstream_call_timeout,
+        )
+
+    def _note_once(self, upstream: str, message: str) -> None:
+        if (upstream, message) not in self._noted:
+            self._noted.add((upstream, message))
+            logger.warning("upstream %s: %s", upstream, message)
+
+    def _set_state(self, client: UpstreamClient, reason: str, tools: int = 0) -> None:
+        previous = self._state.get(client.name)
+        self._state[client.name] = reason
+        if reason and reason != previous:
+            logger.warning("upstream %s unavailable: %s", client.name, reason)
+        elif not reason and previous != "":
+            logger.info("upstream %s answers: %d tools", client.name, tools)
+
+    async def _fetch(self, client: UpstreamClient) -> list[dict[str, Any]]:
+        """One upstream's raw tools, or none; never raises, never outlasts the list timeout."""
+        try:
+            tools = await client.list_tools()
+        except UpstreamTimeout as exc:
+            stale = self._last_good.get(client.name)
+            if stale is not None and time.monotonic() - stale[0] <= STALE_LIST_TTL:
+                self._set_state(client, f"{exc}; keeping its last list for up to {STALE_LIST_TTL:g} s")
+                return stale[1]
+            self._set_state(client, str(exc))
+            return []
+        except UpstreamRpcError as exc:
+            self._set_state(client, f"tools/list error {exc.error.get('code')}: {exc}")
+        except UpstreamUnavailable as exc:
+            self._set_state(client, str(exc))
+        except Exception as exc:  # one upstream's surprise never fails tools/list
+            logger.exception("upstream %s: tools/list failed", client.name)
+            self._set_state(client, f"{type(exc).__name__}: {exc}")
+        else:
+            self._last_good[client.name] = (time.monotonic(), tools)
+            self._set_state(client, "", len(tools))
+            return tools
+        self._last_good.pop(client.name, None)
+        return []
+
+    def _publish(self, client: UpstreamClient, raw: Any, taken: set[str]) -> types.Tool | None:
+        name = raw.get("name") if isinstance(raw, dict) else None
+        if not isinstance(name, str) or not name:
+            self._note_once(client.name, "a tool without a name was dropped")
+            return None
+        published = client.config.publish(name)
+        if published is None:
+            self._note_once(client.name, f"tool {name!r} dropped: the entry has no prefix and the name does "
+                                         f"not start with {client.config.name_prefix!r}")
+            return None
+        if published in taken:
+            self._note_once(client.name, f"tool {published!r} dropped: a built-in tool or an earlier "
+                                         "upstream already publishes that name")
+            return None
+        try:
+            return types.Tool.model_validate({**raw, "name": published})
+        except ValidationError as exc:
+            self._note_once(client.name, f"tool {name!r} dropped: invalid definition ({_first_error(exc)})")
+            return None
+
+    async def list_tools(self, reserved: set[str]) -> list[types.Tool]:
+        """Every upstream's tools in registration order; names in ``reserved`` (built-ins) win."""
+        if not self._clients:
+            return []
+        lists = await asyncio.gather(*(self._fetch(client) for client in self._clients))
+        tools: list[types.Tool] = []
+        routes: dict[str, Route] = {}
+        taken = set(reserved)
+        for client, raw_tools in zip(self._clients, lists, strict=True):
+            for raw in raw_tools:
+                tool = self._publish(client, raw, taken)
+                if tool is not None:
+                    tools.append(tool)
+                    taken.add(tool.name)
+                    routes[tool.name] = (client, raw["name"])
+        self._routes = routes
+        return tools
+
+    def _route(self, name: str) -> Route | None:
+        """The table's entry, else the first upstream whose prefix the name carries: a tool of an
+        upstream that was down at the last listing still gets a call (and an ``isError`` if down)."""
+        route = self._routes.get(name)
+        if route is not None:
+            return route
+        for client in self._clients:
+            original = client.config.original(name)
+            if original is not None:
+                return client, original
+        return None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult | None:
+        """Forward ``name`` to its upstream; ``None`` when no upstream can own it."""
+        route = self._route(name)
+        if route is None:
+            return None
+        client, original = route
+        try:
+            raw = await client.call_tool(original, arguments)
+        except UpstreamRpcError as exc:
+            error = exc.error
+            code = error.get("code")
+            raise MCPError(code if isinstance(code, int) else types.INTERNAL_ERROR,
+                           str(error.get("message", "")), error.get("data")) from None
+        except UpstreamUnavailable as exc:
+            logger.warning("upstream %s: tools/call %s failed: %s", client.name, original, exc)
+            return _failure(f"upstream {client.name} unavailable: {exc}")
+        try:
+            return ForwardedResult.model_validate(raw)
+        except ValidationError as exc:
+            reason = f"upstream {client.name} sent an invalid tools/call result ({_first_error(exc)})"
+            logger.warning("%s", reason)
+            return _failure(reason)
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(client.aclose() for client in self._clients))

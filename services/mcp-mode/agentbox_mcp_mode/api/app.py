@@ -1,0 +1,59 @@
+"""The API-mode server (``agentbox-api``, port 8080): ``/run``, ``/files``, the OpenAI-compatible
+endpoint and ``/status`` behind ``AICODEBOX_API_MODE_TOKEN``; a public ``GET /healthz``; and, with
+``AICODEBOX_MCP_MODE=1``, the MCP endpoint at ``/mcp/`` and ``/mcp`` (no redirect) behind its own
+``AICODEBOX_MCP_MODE_TOKEN``.
+
+One :class:`~agentbox_mcp_mode.locks.WorkspaceLocks` and one adapter serve every surface of the
+process, so ``/run``, the OpenAI endpoint and MCP ``run_prompt`` keep each other out of a busy
+workspace. Shutting down cancels the runs still going, so no agent outlives the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+
+from ..adapters import Adapter, load_adapter
+from ..app import healthz_route, mcp_routes
+from ..locks import WorkspaceLocks
+from ..mcp_server import build_mcp_asgi
+from ..workspace import Workspace
+from . import routes_files, routes_openai, routes_run
+from .auth import ApiTokenGuard
+from .runs import RunRegistry
+from .settings import ApiModeSettings
+
+MCP_PATHS = ("/mcp", "/mcp/")
+PUBLIC_PATHS = ("/healthz",)
+
+
+def build_api_app(
+    settings: ApiModeSettings, adapter: Adapter | None = None, locks: WorkspaceLocks | None = None
+) -> FastAPI:
+    adapter = adapter or load_adapter(settings.mcp)
+    locks = locks or WorkspaceLocks()
+    registry = RunRegistry(locks, settings.result_ttl)
+    endpoint = build_mcp_asgi(settings.mcp, locks, adapter) if settings.mcp.mcp_mode else None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if endpoint is not None:
+                await stack.enter_async_context(endpoint.session_manager.run())
+            stack.push_async_callback(registry.aclose)
+            yield
+
+    app = FastAPI(title="aicodebox API mode", lifespan=lifespan)
+    app.router.routes.append(healthz_route(adapter))
+    app.include_router(routes_run.router(settings, adapter, registry))
+    app.include_router(routes_files.router(Workspace(settings.mcp.workspace)))
+    app.include_router(routes_openai.router(settings, adapter, locks))
+    exempt = PUBLIC_PATHS
+    if endpoint is not None:
+        app.router.routes.extend(mcp_routes(endpoint, MCP_PATHS))
+        exempt += MCP_PATHS
+    app.add_middleware(ApiTokenGuard, token=settings.token, exempt_paths=exempt)
+    app.state.locks, app.state.registry, app.state.mcp = locks, registry, endpoint
+    return app

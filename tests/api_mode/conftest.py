@@ -1,0 +1,40 @@
+"""Fixtures for API mode: settings on a temp workspace with the stand-in agent CLI (reused from the
+MCP-mode tests), and a served app."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from agentbox_mcp_mode.api.settings import ApiModeSettings
+
+from tests.mcp_mode.conftest import stand_in, workspace  # noqa: F401 - fixtures reused here
+from tests.mcp_mode.helpers import StandIn
+
+from .helpers import serve_api
+
+
+@pytest.fixture
+def make_api_settings(tmp_path: Path, workspace: Path, stand_in: StandIn) -> Callable[..., ApiModeSettings]:  # noqa: F811
+    """API settings from an environment: temp workspace, stand-in CLI, two models unless overridden."""
+
+    def make(**env: str) -> ApiModeSettings:
+        base = {
+            "AICODEBOX_WORKSPACE": str(workspace),
+            "AICODEBOX_STATE_DIR": str(tmp_path / "state"),
+            "AICODEBOX_AGENT_BINARY": str(stand_in.path),
+            "AICODEBOX_ADAPTER": "claude",
+            "AICODEBOX_RUN_TIMEOUT": "30",
+            "AICODEBOX_AVAILABLE_MODELS": "sonnet,opus",
+        }
+        return ApiModeSettings.from_env({**base, **env})
+
+    return make
+
+
+@pytest.fixture
+def api(make_api_settings) -> Iterator[str]:
+    """Base URL of an API-mode server without tokens and without MCP."""
+    with serve_api(make_api_settings()) as base:
+        yield base

@@ -1,0 +1,96 @@
+"""deploy/reverse-proxy: nginx in front of agentbox. MCP mode answers 421 to the proxy's public host until
+AICODEBOX_MCP_MODE_ALLOWED_HOSTS names it, then 200; the gateway is served through the same proxy.
+
+nginx runs in its own container sharing the agentbox container's network namespace (so it reaches
+agentbox on 127.0.0.1, AGENTBOX_UPSTREAM_HOST), and only 127.0.0.1-published ports are used."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import docker
+import httpx
+import pytest
+
+from .conftest import MCP_TOKEN
+from .dockerbox import LABEL, REPO, Box, build_image, mcp_payload, mcp_post, running_box, unique
+
+pytestmark = pytest.mark.docker
+
+PUBLIC_HOST = "agent.example.test"
+PUBLISHED = (8091, 8080, 8081, 80)
+
+
+@pytest.fixture(scope="module")
+def proxy_image(docker_client: docker.DockerClient, base_image: str) -> str:
+    return build_image(docker_client, path=REPO / "deploy/reverse-proxy", dockerfile="Dockerfile",
+                       tag="agentbox-proxy:e2e", buildargs={"BASE_IMAGE": base_image})
+
+
+@contextlib.contextmanager
+def start_proxy(docker_client: docker.DockerClient, proxy_image: str, box: Box) -> Iterator[None]:
+    proxy = docker_client.containers.run(
+        proxy_image, detach=True, name=unique("agentbox-e2e-proxy"), labels={LABEL: "1"},
+        network_mode=f"container:{box.container.id}",
+        environment={"PUBLIC_HOST": PUBLIC_HOST, "AGENTBOX_UPSTREAM_HOST": "127.0.0.1"})
+    try:
+        box.wait_http(80, "/health", headers={"Host": PUBLIC_HOST}, timeout=60)
+        yield
+    finally:
+        proxy.remove(force=True)
+
+
+def proxied_tools_list(box: Box) -> httpx.Response:
+    return mcp_post(box.url(80, "/agent/"), "tools/list",
+                    headers={"Host": PUBLIC_HOST, "Authorization": f"Bearer {MCP_TOKEN}"})
+
+
+def test_mcp_mode_behind_the_proxy_needs_the_public_host_allowed(
+        docker_client: docker.DockerClient, agentbox_image: str, proxy_image: str) -> None:
+    env = {"AICODEBOX_MCP_MODE": "1", "AICODEBOX_MCP_MODE_TOKEN": MCP_TOKEN, "DISABLE_BROWSER": "true"}
+    with running_box(docker_client, agentbox_image, env, published=PUBLISHED) as box:
+        with start_proxy(docker_client, proxy_image, box):
+            assert proxied_tools_list(box).status_code == 421
+
+    allowed = {**env, "AICODEBOX_MCP_MODE_ALLOWED_HOSTS": PUBLIC_HOST,
+               "AICODEBOX_MCP_MODE_ALLOWED_ORIGINS": f"https://{PUBLIC_HOST}"}
+    with running_box(docker_client, agentbox_image, allowed, published=PUBLISHED) as box:
+        with start_proxy(docker_client, proxy_image, box):
+            response = proxied_tools_list(box)
+            assert response.status_code == 200, response.text
+            assert "run_prompt" in {tool["name"] for tool in mcp_payload(response)["result"]["tools"]}
+            also_mcp_path = mcp_post(box.url(80, "/agent/mcp"), "tools/list",
+                                     headers={"Host": PUBLIC_HOST, "Authorization": f"Bearer {MCP_TOKEN}"})
+            assert also_mcp_path.status_code == 200
+            browser_origin = mcp_post(box.url(80, "/agent/"), "tools/list", headers={
+                "Host": PUBLIC_HOST, "Origin": f"https://{PUBLIC_HOST}", "Authorization": f"Bearer {MCP_TOKEN}"})
+            assert browser_origin.status_code == 200
+            foreign_origin = mcp_post(box.url(80, "/agent/"), "tools/list", headers={
+                "Host": PUBLIC_HOST, "Origin": "https://evil.example", "Authorization": f"Bearer {MCP_TOKEN}"})
+            assert foreign_origin.status_code == 403
+            gateway = mcp_post(box.url(80, "/mcp"), "tools/list", headers={"Host": PUBLIC_HOST})
+            assert gateway.status_code == 200
+            assert "sandbox_execute_bash" in {tool["name"] for tool in gateway.json()["result"]["tools"]}
+
+
+def test_the_proxy_sets_forwarded_headers(docker_client: docker.DockerClient, agentbox_image: str,
+                                          proxy_image: str) -> None:
+    """A command in the sandbox plays the upstream and prints the headers nginx sends it."""
+    with running_box(docker_client, agentbox_image, {"DISABLE_BROWSER": "true"}, published=PUBLISHED) as box:
+        box.exec("supervisorctl stop gateway")
+        box.exec("(setsid nohup python3 -c '"
+                 "import http.server\n"
+                 "class H(http.server.BaseHTTPRequestHandler):\n"
+                 "    def do_GET(self):\n"
+                 "        body = str(self.headers).encode()\n"
+                 "        self.send_response(200); self.send_header(\"Content-Length\", str(len(body)))\n"
+                 "        self.end_headers(); self.wfile.write(body)\n"
+                 "http.server.HTTPServer((\"127.0.0.1\", 8091), H).serve_forever()' >/dev/null 2>&1 &)",
+                 user="sandbox")
+        with start_proxy(docker_client, proxy_image, box):
+            echoed = httpx.get(box.url(80, "/echo"), headers={"Host": PUBLIC_HOST}, timeout=10).text.lower()
+            assert f"host: {PUBLIC_HOST}" in echoed
+            assert f"x-forwarded-host: {PUBLIC_HOST}" in echoed
+            assert "x-forwarded-proto: http" in echoed
+            assert "x-forwarded-for: " in echoed and "x-real-ip: " in echoed
