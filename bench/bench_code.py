@@ -15,58 +15,21 @@ keep-alive httpx client. Every call is checked for the right answer.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 
-BIN = os.path.dirname(sys.executable)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._harness import gateway, interleaved, print_latencies
+
 HEADERS = {"Accept": "application/json, text/event-stream"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def gateway() -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen([os.path.join(BIN, "aiod"), "start", "--port", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("aiod did not start")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            time.sleep(0.05)
-        yield url
-    finally:
-        os.killpg(process.pid, 15)
-        process.wait(10)
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(round(q * (len(ordered) - 1)), len(ordered) - 1)] * 1000
-
-
-def timed(call: Callable[[], None]) -> float:
-    started = time.perf_counter()
-    call()
-    return time.perf_counter() - started
 
 
 def mcp_call(client: httpx.Client, url: str, language: str, code: str, expected: str) -> Callable[[], None]:
@@ -96,47 +59,34 @@ def spawn_call(argv: list[str], expected: str) -> Callable[[], None]:
     return call
 
 
-def measure(calls: dict[str, Callable[[], None]], rounds: int) -> dict[str, list[float]]:
-    """Run each call ``rounds`` times, interleaved, after a few warm-up rounds."""
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    for number in range(rounds + 5):
-        for name, call in calls.items():
-            elapsed = timed(call)
-            if number >= 5:
-                samples[name].append(elapsed)
-    return samples
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=300, help="warm calls per path")
     parser.add_argument("--spawns", type=int, default=100, help="cold spawns per interpreter")
     args = parser.parse_args()
 
-    rows: list[tuple[str, list[float]]] = []
+    rows: dict[str, list[float]] = {}
     with gateway() as url, httpx.Client(timeout=60) as client:
         info = {i["language"]: i for i in client.get(f"{url}/v1/code/info").json()["data"]["languages"]}
         python = info["python"]["details"]["executable"]
         mcp_py = mcp_call(client, url, "python", "print(1)", "1\n")
-        warm = measure({"mcp": mcp_py, "rest": rest_call(client, url, "print(1)", "1\n")}, args.calls)
-        cold = measure({"cold": spawn_call([python, "-c", "print(1)"], "1\n")}, args.spawns)
-        rows += [
-            ("MCP sandbox_execute_code print(1), python (warm)", warm["mcp"]),
-            (f"{python} -c 'print(1)' (cold spawn)", cold["cold"]),
-            ("REST /v1/code/execute print(1) (warm)", warm["rest"]),
-        ]
+        rest_py = rest_call(client, url, "print(1)", "1\n")
+        warm = interleaved({"mcp": mcp_py, "rest": rest_py}, args.calls, warmup=5)
+        cold = interleaved({"cold": spawn_call([python, "-c", "print(1)"], "1\n")}, args.spawns, warmup=5)
+        rows["MCP sandbox_execute_code print(1), python (warm)"] = warm["mcp"]
+        rows[f"{python} -c 'print(1)' (cold spawn)"] = cold["cold"]
+        rows["REST /v1/code/execute print(1) (warm)"] = warm["rest"]
         node = shutil.which("node")
         if "javascript" in info and node:
-            js = measure({"mcp": mcp_call(client, url, "javascript", "console.log(1)", "1\n"),
-                          "cold": spawn_call([node, "-e", "console.log(1)"], "1\n")}, args.spawns)
-            rows += [("MCP sandbox_execute_code console.log(1), javascript", js["mcp"]),
-                     ("node -e 'console.log(1)' (cold spawn)", js["cold"])]
+            js_calls = {"mcp": mcp_call(client, url, "javascript", "console.log(1)", "1\n"),
+                        "cold": spawn_call([node, "-e", "console.log(1)"], "1\n")}
+            js = interleaved(js_calls, args.spawns, warmup=5)
+            rows["MCP sandbox_execute_code console.log(1), javascript"] = js["mcp"]
+            rows["node -e 'console.log(1)' (cold spawn)"] = js["cold"]
 
     print(f"code plane benchmark, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, "
           f"Python {sys.version.split()[0]}")
-    print(f"{'case':<58} {'p50 ms':>8} {'p99 ms':>8}  samples")
-    for name, samples in rows:
-        print(f"{name:<58} {percentile(samples, 0.5):>8.2f} {percentile(samples, 0.99):>8.2f}  {len(samples)}")
+    print_latencies(rows, "case", max(map(len, rows)), counts=True)
     ratio = statistics.median(warm["mcp"]) / statistics.median(cold["cold"])
     verdict = "met" if ratio <= 0.25 else "MISSED"
     print(f"\nMCP warm p50 / cold python3 p50 = {ratio:.2f} (target <= 0.25: {verdict})")

@@ -18,60 +18,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import contextlib
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
 
-BIN = os.path.dirname(sys.executable)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._harness import BIN, interleaved, listening, print_latencies, tool_call_body
+
 CONCURRENCY = 32
 SMALL_TEXT = "3\n7\n12\n5\n"
 MIB = 1024 * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def server(args: list[str], ready_path: str) -> Iterator[tuple[str, int]]:
-    """Start a server process on a free port; yield its base URL and pid once ``ready_path`` answers."""
-    port = free_port()
-    process = subprocess.Popen(
-        [*args, "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"{args[0]} did not start")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(url + ready_path, timeout=1).status_code == 200:
-                    break
-            time.sleep(0.05)
-        yield url, process.pid
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, 15)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
-            process.wait()
 
 
 def rss_mib(pid: int) -> float:
@@ -84,11 +46,12 @@ def rss_mib(pid: int) -> float:
 def run_baseline(port: int) -> None:
     """The bare route: the same read in one worker-thread hop, answered as JSON, served like aiod."""
     import anyio.to_thread
-    from agentbox_common.serving import serve
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse
     from starlette.routing import Route
+
+    from agentbox_common.serving import serve
 
     async def read(request: Request) -> JSONResponse:
         path = (await request.json())["path"]
@@ -129,11 +92,6 @@ async def throughput(call: Callable[[httpx.AsyncClient], Awaitable[None]], reque
         return requests / (time.perf_counter() - started)
 
 
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(round(q * (len(ordered) - 1)), len(ordered) - 1)] * 1000
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000, help="reads per contender per round")
@@ -153,19 +111,14 @@ def main() -> None:
     aiod = [os.path.join(BIN, "aiod"), "start"]
     baseline = [sys.executable, os.path.abspath(__file__), "--baseline-server"]
 
-    with server(aiod, "/health") as (gateway, gateway_pid), server(baseline, "/health") as (bare, bare_pid):
+    with listening(aiod) as (gateway, gateway_process), listening(baseline) as (bare, bare_process):
         time.sleep(1.0)
-        idle = {"aiod (gateway)": rss_mib(gateway_pid), "bare Starlette route": rss_mib(bare_pid)}
-
-        mcp_body = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {
-                "name": "sandbox_file_operations",
-                "arguments": {"action": "read", "path": str(small)},
-            },
+        idle = {
+            "aiod (gateway)": rss_mib(gateway_process.pid),
+            "bare Starlette route": rss_mib(bare_process.pid),
         }
+
+        mcp_body = tool_call_body("sandbox_file_operations", {"action": "read", "path": str(small)})
 
         async def via_mcp(client: httpx.AsyncClient) -> None:
             result = (await client.post(f"{gateway}/mcp", json=mcp_body)).json()["result"]
@@ -186,7 +139,6 @@ def main() -> None:
         blob = workdir / "blob.bin"
         blob.write_bytes(payload)
         encoded = base64.b64encode(payload).decode()
-        transfers: dict[str, list[float]] = {}
         with httpx.Client(timeout=60) as client:
 
             def upload() -> None:
@@ -198,20 +150,15 @@ def main() -> None:
                 assert response.json()["data"]["file_size"] == MIB
 
             def mcp_write() -> None:
-                body = {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "tools/call",
-                    "params": {
-                        "name": "sandbox_file_operations",
-                        "arguments": {
-                            "action": "write",
-                            "path": str(workdir / "mcp.bin"),
-                            "content": encoded,
-                            "encoding": "base64",
-                        },
+                body = tool_call_body(
+                    "sandbox_file_operations",
+                    {
+                        "action": "write",
+                        "path": str(workdir / "mcp.bin"),
+                        "content": encoded,
+                        "encoding": "base64",
                     },
-                }
+                )
                 result = client.post(f"{gateway}/mcp", json=body).json()["result"]
                 assert json.loads(result["content"][0]["text"])["bytes_written"] == MIB
 
@@ -221,15 +168,9 @@ def main() -> None:
                 )
 
             def mcp_read() -> None:
-                body = {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "tools/call",
-                    "params": {
-                        "name": "sandbox_file_operations",
-                        "arguments": {"action": "read", "path": str(blob), "encoding": "base64"},
-                    },
-                }
+                body = tool_call_body(
+                    "sandbox_file_operations", {"action": "read", "path": str(blob), "encoding": "base64"}
+                )
                 result = client.post(f"{gateway}/mcp", json=body).json()["result"]
                 assert json.loads(result["content"][0]["text"])["content"] == encoded
 
@@ -239,14 +180,7 @@ def main() -> None:
                 "download GET /v1/file/download": download,
                 "MCP read (encoding base64)": mcp_read,
             }
-            for call in calls.values():
-                call()
-            transfers = {name: [] for name in calls}
-            for _ in range(args.transfers):
-                for name, call in calls.items():
-                    started = time.perf_counter()
-                    call()
-                    transfers[name].append(time.perf_counter() - started)
+            transfers = interleaved(calls, args.transfers, warmup=1)
 
     print(f"file plane, {os.cpu_count()} CPUs, loopback, rounds alternate between contenders\n")
     print(
@@ -265,9 +199,7 @@ def main() -> None:
     for name, value in idle.items():
         print(f"{name:<40} {value:>10.1f} MiB")
     print(f"\n3. 1 MiB binary transfer, N={args.transfers} each, interleaved")
-    print(f"{'contender':<40} {'p50 ms':>8} {'p99 ms':>8}")
-    for name, values in transfers.items():
-        print(f"{name:<40} {percentile(values, 0.5):>8.2f} {percentile(values, 0.99):>8.2f}")
+    print_latencies(transfers)
     for path in workdir.iterdir():
         path.unlink()
     workdir.rmdir()

@@ -19,19 +19,27 @@ import argparse
 import contextlib
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 
-BIN = os.path.dirname(sys.executable)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._harness import (
+    BIN,
+    free_port,
+    gateway,
+    interleaved,
+    percentile,
+    process_group,
+    timed,
+    tool_call_body,
+)
+
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 STAND_IN = """#!{python}
@@ -44,50 +52,8 @@ print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "r
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def process(args: list[str], env: dict[str, str], ready_url: str) -> Iterator[None]:
-    log = tempfile.TemporaryFile()  # a file, not a pipe: a full pipe would stall the server's logging
-    proc = subprocess.Popen(
-        args, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(f"{args[0]} exited: {log.read().decode(errors='replace')[-500:]}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(ready_url, timeout=1).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{args[0]} did not become ready")
-            time.sleep(0.1)
-        yield
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, 15)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
-        log.close()
-
-
 def tool_call(client: httpx.Client, url: str, name: str, arguments: dict, timeout: float = 30) -> dict:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": arguments},
-    }
-    response = client.post(url, json=body, headers=HEADERS, timeout=timeout)
+    response = client.post(url, json=tool_call_body(name, arguments), headers=HEADERS, timeout=timeout)
     response.raise_for_status()
     if response.headers.get("content-type", "").startswith("application/json"):
         return response.json()["result"]
@@ -97,19 +63,9 @@ def tool_call(client: httpx.Client, url: str, name: str, arguments: dict, timeou
     raise RuntimeError(f"no result in {response.text[:200]!r}")
 
 
-def timed(fn) -> float:
-    started = time.perf_counter()
-    fn()
-    return (time.perf_counter() - started) * 1000
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
 def row(label: str, samples: list[float]) -> str:
-    return f"  {label:<44} {len(samples):>6} {pct(samples, 50):>9.2f} {pct(samples, 99):>9.2f}"
+    p50, p99 = percentile(samples, 0.5), percentile(samples, 0.99)
+    return f"  {label:<44} {len(samples):>6} {p50:>9.2f} {p99:>9.2f}"
 
 
 def header(title: str) -> None:
@@ -166,27 +122,20 @@ def bench_busy(base: str, rounds: int, run_seconds: float) -> None:
     print(row("read_file (MCP tools/call), idle", samples["idle read"]))
     print(row("read_file (MCP tools/call), during a run", samples["busy read"]))
     for name in ("health", "read"):
-        ratio = pct(samples[f"busy {name}"], 99) / pct(samples[f"idle {name}"], 99)
+        ratio = percentile(samples[f"busy {name}"], 0.99) / percentile(samples[f"idle {name}"], 0.99)
         verdict = "OK" if ratio < 2 else "OVER TARGET"
         label = "/healthz" if name == "health" else "read_file"
         print(f"  {label} p99 during a run / idle = {ratio:.2f}x (target < 2x) {verdict}")
 
 
 def bench_gateway(mcp_base: str, workspace: Path, calls: int, tmp: Path) -> None:
-    port = free_port()
-    gateway = f"http://127.0.0.1:{port}"
     target = workspace / "data.txt"
-    try:
-        context = process(
-            [os.path.join(BIN, "aiod"), "start", "--port", str(port), "--host", "127.0.0.1"],
-            {"HOME": str(tmp)},
-            f"{gateway}/health",
-        )
-        context.__enter__()
-    except Exception as exc:  # the gateway is another helper's work; report instead of failing
-        print(f"\n2. read_file vs gateway sandbox_file_operations: gateway unavailable ({exc})")
-        return
-    try:
+    with contextlib.ExitStack() as stack:
+        try:
+            gateway_url = stack.enter_context(gateway({"HOME": str(tmp)}))
+        except Exception as exc:  # the gateway is another helper's work; report instead of failing
+            print(f"\n2. read_file vs gateway sandbox_file_operations: gateway unavailable ({exc})")
+            return
         with httpx.Client() as client:
 
             def via_mcp_mode() -> None:
@@ -198,27 +147,18 @@ def bench_gateway(mcp_base: str, workspace: Path, calls: int, tmp: Path) -> None
             def via_gateway() -> None:
                 result = tool_call(
                     client,
-                    f"{gateway}/mcp",
+                    f"{gateway_url}/mcp",
                     "sandbox_file_operations",
                     {"action": "read", "path": str(target)},
                 )
                 assert result.get("isError") is not True, result
 
-            for _ in range(20):
-                via_mcp_mode()
-                via_gateway()
-            ours: list[float] = []
-            theirs: list[float] = []
-            for _ in range(calls):
-                ours.append(timed(via_mcp_mode))
-                theirs.append(timed(via_gateway))
+            samples = interleaved({"ours": via_mcp_mode, "theirs": via_gateway}, calls, warmup=20)
         header("2. Reading the same 4 KiB file, calls alternating")
-        print(row("MCP mode read_file", ours))
-        print(row("gateway sandbox_file_operations action=read", theirs))
-        difference = statistics.median(ours) - statistics.median(theirs)
+        print(row("MCP mode read_file", samples["ours"]))
+        print(row("gateway sandbox_file_operations action=read", samples["theirs"]))
+        difference = (statistics.median(samples["ours"]) - statistics.median(samples["theirs"])) * 1000
         print(f"  p50 difference (MCP mode - gateway): {difference:+.2f} ms")
-    finally:
-        context.__exit__(None, None, None)
 
 
 def main() -> None:
@@ -246,7 +186,7 @@ def main() -> None:
             "AICODEBOX_STATE_DIR": str(tmp / "state"),
         }
         print(f"MCP mode benchmark: python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
-        with process([os.path.join(BIN, "agentbox-mcp-mode")], env, f"{base}/healthz"):
+        with process_group([os.path.join(BIN, "agentbox-mcp-mode")], f"{base}/healthz", env):
             bench_busy(base, args.rounds, args.run_seconds)
             bench_gateway(base, workspace, args.calls, tmp)
 

@@ -18,58 +18,20 @@ checked.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 
-BIN = os.path.dirname(sys.executable)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._harness import gateway, interleaved, percentile, print_latencies
+
 HEADERS = {"Accept": "application/json, text/event-stream"}
 WARMUP = 20
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def gateway() -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen([os.path.join(BIN, "aiod"), "start", "--port", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("aiod did not start")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            time.sleep(0.05)
-        yield url
-    finally:
-        os.killpg(process.pid, 15)
-        process.wait(10)
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(round(q * (len(ordered) - 1)), len(ordered) - 1)] * 1000
-
-
-def timed(call: Callable[[], None]) -> float:
-    started = time.perf_counter()
-    call()
-    return time.perf_counter() - started
 
 
 def contenders(client: httpx.Client, url: str) -> dict[str, Callable[[], None]]:
@@ -112,17 +74,9 @@ def main() -> None:
     args = parser.parse_args()
     with gateway() as url, httpx.Client(timeout=30) as client:
         calls = contenders(client, url)
-        for call in calls.values():
-            for _ in range(WARMUP):
-                call()
-        samples: dict[str, list[float]] = {name: [] for name in calls}
-        for _ in range(args.calls):
-            for name, call in calls.items():
-                samples[name].append(timed(call))
+        samples = interleaved(calls, args.calls, WARMUP)
     print(f"echo hi, N={args.calls} each, calls interleaved, {os.cpu_count()} CPUs\n")
-    print(f"{'contender':<44} {'p50 ms':>8} {'p99 ms':>8}")
-    for name, values in samples.items():
-        print(f"{name:<44} {percentile(values, 0.5):>8.2f} {percentile(values, 0.99):>8.2f}")
+    print_latencies(samples, width=44)
     mcp, spawn = (percentile(samples[name], 0.5) for name in list(calls)[:2])
     verdict = "met" if mcp <= spawn else "MISSED"
     print(f"\ntarget MCP p50 <= spawn p50: {verdict} ({mcp:.2f} ms vs {spawn:.2f} ms)")

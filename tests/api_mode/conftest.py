@@ -7,27 +7,24 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from agentbox_mcp_mode.api.settings import ApiModeSettings
 
+from agentbox_mcp_mode.api.settings import ApiModeSettings
 from tests.mcp_mode.conftest import stand_in, workspace  # noqa: F401 - fixtures reused here
-from tests.mcp_mode.helpers import StandIn
+from tests.mcp_mode.helpers import StandIn, agent_env
 
 from .helpers import serve_api
 
 
 @pytest.fixture
-def make_api_settings(tmp_path: Path, workspace: Path, stand_in: StandIn) -> Callable[..., ApiModeSettings]:  # noqa: F811
+def make_api_settings(
+    tmp_path: Path,
+    workspace: Path,  # noqa: F811 - the fixture imported above
+    stand_in: StandIn,  # noqa: F811
+) -> Callable[..., ApiModeSettings]:
     """API settings from an environment: temp workspace, stand-in CLI, two models unless overridden."""
 
     def make(**env: str) -> ApiModeSettings:
-        base = {
-            "AICODEBOX_WORKSPACE": str(workspace),
-            "AICODEBOX_STATE_DIR": str(tmp_path / "state"),
-            "AICODEBOX_AGENT_BINARY": str(stand_in.path),
-            "AICODEBOX_ADAPTER": "claude",
-            "AICODEBOX_RUN_TIMEOUT": "30",
-            "AICODEBOX_AVAILABLE_MODELS": "sonnet,opus",
-        }
+        base = {**agent_env(workspace, tmp_path, stand_in), "AICODEBOX_AVAILABLE_MODELS": "sonnet,opus"}
         return ApiModeSettings.from_env({**base, **env})
 
     return make

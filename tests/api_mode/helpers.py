@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from agentbox_mcp_mode.api.app import build_api_app
 from agentbox_mcp_mode.api.settings import ApiModeSettings
-
 from tests.support.servers import serve_app
 
 

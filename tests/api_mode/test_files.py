@@ -4,6 +4,8 @@ MCP file tools (escapes by ``..`` and by symlink are refused and touch nothing).
 from __future__ import annotations
 
 import os
+import stat
+import time
 from pathlib import Path
 
 import httpx
@@ -63,13 +65,17 @@ def test_directories_are_refused(api: str, workspace: Path) -> None:
 
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
-@pytest.mark.parametrize("path", ["%2e%2e/outside/secret.txt", "..%2Foutside%2Fsecret.txt", "link/secret.txt"])
+@pytest.mark.parametrize(
+    "path", ["%2e%2e/outside/secret.txt", "..%2Foutside%2Fsecret.txt", "link/secret.txt"]
+)
 def test_escapes_are_refused_and_touch_nothing(api: str, workspace: Path, method: str, path: str) -> None:
     outside = workspace.parent / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("secret")
     (workspace / "link").symlink_to(outside)
-    response = httpx.request(method, f"{api}/files/{path}", content=b"overwritten" if method == "PUT" else None)
+    response = httpx.request(
+        method, f"{api}/files/{path}", content=b"overwritten" if method == "PUT" else None
+    )
     assert response.status_code == 400, response.text
     assert response.json()["detail"].startswith("path escapes workspace root")
     assert (outside / "secret.txt").read_text() == "secret"
@@ -80,3 +86,24 @@ def test_symlinked_directory_listing_is_refused(api: str, workspace: Path) -> No
     (workspace / "up").symlink_to(workspace.parent)
     response = httpx.get(f"{api}/files/up")
     assert response.status_code == 400 and "path escapes workspace root" in response.json()["detail"]
+
+
+def test_interrupted_upload_changes_nothing(api: str, workspace: Path) -> None:
+    script = workspace / "run.sh"
+    script.write_text("old")
+    script.chmod(0o755)
+
+    def body():
+        yield b"new data, "
+        time.sleep(0.2)
+        raise RuntimeError("the client gave up")
+
+    with pytest.raises(RuntimeError):
+        httpx.put(f"{api}/files/run.sh", content=body())
+    deadline = time.monotonic() + 5
+    while len(list(workspace.iterdir())) > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p.name for p in workspace.iterdir()] == ["run.sh"]  # no partial upload left behind
+    assert script.read_text() == "old"
+    assert httpx.put(f"{api}/files/run.sh", content=b"fresh").json()["size"] == 5
+    assert script.read_text() == "fresh" and stat.S_IMODE(script.stat().st_mode) == 0o755

@@ -15,12 +15,10 @@ import httpx
 import openai
 import pytest
 
-from tests.mcp_mode.helpers import StandIn, group_members, wait_gone
+from tests.mcp_mode.helpers import FIXED_CLAUDE, SCHEMA, StandIn, group_members, wait_gone
 
 from .helpers import serve_api
 
-FIXED_CLAUDE = ["-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "bypassPermissions"]
-SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
 JSON_SCHEMA_FORMAT = {"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA}}
 
 
@@ -58,9 +56,19 @@ def test_plain_chat_in_an_ephemeral_workspace(client: openai.OpenAI, stand_in: S
         "hello there",
         "stop",
     )
-    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.total_tokens) == (11, 7, 18)
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.total_tokens) == (
+        11,
+        7,
+        18,
+    )
     (call,) = stand_in.calls()
-    assert call["argv"] == [*FIXED_CLAUDE, "--model", "opus", "--system-prompt", "Be terse.\n\nAnswer in English."]
+    assert call["argv"] == [
+        *FIXED_CLAUDE,
+        "--model",
+        "opus",
+        "--system-prompt",
+        "Be terse.\n\nAnswer in English.",
+    ]
     assert call["stdin"] == "ANSWER hello there"  # one user message: the prompt verbatim
     cwd = Path(call["cwd"])
     assert cwd.parent.name == "aicodebox" and not cwd.exists()  # removed afterwards
@@ -116,7 +124,9 @@ def test_streaming_failure_is_reported_in_the_stream(client: openai.OpenAI) -> N
     chunks = list(client.chat.completions.create(model="opus", messages=user("EXIT 2"), stream=True))
     last = chunks[-1].choices[0]
     assert last.finish_reason == "error"
-    assert last.delta.content.startswith("[error: agent exited with code 2: stand-in agent failed on purpose")
+    assert last.delta.content.startswith(
+        "[error: agent exited with code 2: stand-in agent failed on purpose"
+    )
 
 
 def test_response_format_json_schema(client: openai.OpenAI, stand_in: StandIn) -> None:
@@ -137,7 +147,10 @@ def test_response_format_json_schema(client: openai.OpenAI, stand_in: StandIn) -
 
     streamed = list(
         client.chat.completions.create(
-            model="opus", messages=user('ANSWER {"answer": 1}'), response_format=JSON_SCHEMA_FORMAT, stream=True
+            model="opus",
+            messages=user('ANSWER {"answer": 1}'),
+            response_format=JSON_SCHEMA_FORMAT,
+            stream=True,
         )
     )
     assert "".join(c.choices[0].delta.content or "" for c in streamed) == '{"answer": 1}'
@@ -153,7 +166,9 @@ def test_response_format_failures(make_api_settings) -> None:
             )
         assert invalid.value.body["message"].startswith("json_schema validation failed after 1 retries: ")
         with pytest.raises(openai.InternalServerError) as crashed:
-            client.chat.completions.create(model="opus", messages=user("EXIT 3"), response_format=JSON_SCHEMA_FORMAT)
+            client.chat.completions.create(
+                model="opus", messages=user("EXIT 3"), response_format=JSON_SCHEMA_FORMAT
+            )
         assert crashed.value.body["message"].startswith("agent exited with code 3: ")
         with pytest.raises(openai.BadRequestError) as bad_format:
             client.chat.completions.create(
@@ -188,7 +203,9 @@ def test_aicodebox_headers(client: openai.OpenAI, stand_in: StandIn, workspace: 
         "--continue",
         "--json-schema", json.dumps(SCHEMA, separators=(",", ":")),
     ]  # fmt: skip
-    assert first["cwd"] == str(workspace / "proj") and (workspace / "proj").is_dir()  # a caller's workspace stays
+    assert (
+        first["cwd"] == str(workspace / "proj") and (workspace / "proj").is_dir()
+    )  # a caller's workspace stays
     assert second["argv"][-2:] == ["--resume", "s-1"]
 
 
@@ -203,7 +220,9 @@ def test_aicodebox_headers(client: openai.OpenAI, stand_in: StandIn, workspace: 
         ("x-aicodebox-workspace", "../elsewhere"),
     ],
 )
-def test_malformed_headers_are_400(client: openai.OpenAI, stand_in: StandIn, header: str, value: str) -> None:
+def test_malformed_headers_are_400(
+    client: openai.OpenAI, stand_in: StandIn, header: str, value: str
+) -> None:
     with pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(model="opus", messages=user("x"), extra_headers={header: value})
     assert header in refused.value.body["message"]
@@ -213,7 +232,9 @@ def test_malformed_headers_are_400(client: openai.OpenAI, stand_in: StandIn, hea
 def test_timeout_header_kills_the_agent(client: openai.OpenAI, stand_in: StandIn) -> None:
     with pytest.raises(openai.InternalServerError) as failed:
         client.chat.completions.create(
-            model="opus", messages=user("CHILD\nSLEEP 30"), extra_headers={"x-aicodebox-timeout-seconds": "0.5"}
+            model="opus",
+            messages=user("CHILD\nSLEEP 30"),
+            extra_headers={"x-aicodebox-timeout-seconds": "0.5"},
         )
     assert failed.value.body["message"].startswith("agent timed out: timeout after 0.5s")
     (call,) = stand_in.calls()
@@ -240,7 +261,10 @@ def test_disconnects_kill_the_agent(api: str, client: openai.OpenAI, stand_in: S
     with httpx.stream("POST", url, json=body, timeout=10) as response:
         lines = response.iter_lines()  # kept: dropping the iterator would close the connection
         first = next(lines)
-        assert first.startswith("data: ") and json.loads(first[6:])["choices"][0]["delta"]["role"] == "assistant"
+        assert (
+            first.startswith("data: ")
+            and json.loads(first[6:])["choices"][0]["delta"]["role"] == "assistant"
+        )
         stand_in.wait_for_calls(2)
     calls = stand_in.calls()
     wait_gone([pid for call in calls for pid in (call["pid"], call["child"])])

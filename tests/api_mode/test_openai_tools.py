@@ -21,7 +21,10 @@ WEATHER = {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
     },
 }
-TIME = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}
+TIME = {
+    "type": "function",
+    "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}},
+}
 
 
 def call(name: str, arguments: dict) -> str:
@@ -35,13 +38,18 @@ def client(api: str) -> Iterator[openai.OpenAI]:
 
 
 def test_auto_tool_call_and_result_round_trip(client: openai.OpenAI, stand_in: StandIn) -> None:
-    asked = [{"role": "user", "content": f"Weather in Paris?\nANSWER {call('get_weather', {'city': 'Paris'})}"}]
+    asked = [
+        {"role": "user", "content": f"Weather in Paris?\nANSWER {call('get_weather', {'city': 'Paris'})}"}
+    ]
     reply = client.chat.completions.create(model="opus", messages=asked, tools=[WEATHER, TIME])
     (choice,) = reply.choices
     assert choice.finish_reason == "tool_calls" and choice.message.content is None
     (tool_call,) = choice.message.tool_calls
     assert tool_call.type == "function" and tool_call.id.startswith("call_")
-    assert (tool_call.function.name, json.loads(tool_call.function.arguments)) == ("get_weather", {"city": "Paris"})
+    assert (tool_call.function.name, json.loads(tool_call.function.arguments)) == (
+        "get_weather",
+        {"city": "Paris"},
+    )
     first = stand_in.calls()[0]
     instructions = first["argv"][first["argv"].index("--append-system-prompt") + 1]
     assert "get_weather" in instructions and "Current weather of a city" in instructions
@@ -80,7 +88,10 @@ def test_plain_answer_in_auto_mode(client: openai.OpenAI) -> None:
 def test_required_call_is_validated_and_retried(client: openai.OpenAI, stand_in: StandIn) -> None:
     prompt = f"ANSWER {call('get_weather', {})}\nRETRY_ANSWER {call('get_weather', {'city': 'Rome'})}"
     reply = client.chat.completions.create(
-        model="opus", messages=[{"role": "user", "content": prompt}], tools=[WEATHER], tool_choice="required"
+        model="opus",
+        messages=[{"role": "user", "content": prompt}],
+        tools=[WEATHER],
+        tool_choice="required",
     )
     (tool_call,) = reply.choices[0].message.tool_calls
     assert json.loads(tool_call.function.arguments) == {"city": "Rome"}
@@ -113,7 +124,9 @@ def test_bad_tools_are_400(client: openai.OpenAI, stand_in: StandIn) -> None:
     ]:
         with pytest.raises(openai.BadRequestError):
             client.chat.completions.create(
-                model="opus", messages=[{"role": "user", "content": "x"}], tools=tools or openai.NOT_GIVEN,
+                model="opus",
+                messages=[{"role": "user", "content": "x"}],
+                tools=tools or openai.NOT_GIVEN,
                 tool_choice=choice,
             )
     assert stand_in.calls() == []

@@ -11,10 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.mcp_mode.helpers import StandIn, group_members, wait_gone
+from tests.mcp_mode.helpers import FIXED_CLAUDE, SCHEMA, StandIn, group_members, wait_gone
 
-FIXED_CLAUDE = ["-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "bypassPermissions"]
-SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
+from .helpers import serve_api
 
 
 def run(api: str, timeout: float = 30, **body: Any) -> httpx.Response:
@@ -89,6 +88,8 @@ def test_agent_failure_is_200_with_stderr(api: str) -> None:
         ({"prompt": "x", "thinking": "ultra"}, 422, "thinking 'ultra' is not supported by claude"),
         ({"prompt": "x", "jsonSchema": {"type": 5}}, 422, "json_schema is not a valid JSON Schema"),
         ({"prompt": "x", "timeoutSeconds": 0}, 422, None),
+        ({"prompt": "x", "timeout_seconds": -1}, 422, None),
+        ({"prompt": "x", "json_schema": {"type": 5}}, 422, "json_schema is not a valid JSON Schema"),
         ({"prompt": "x", "async": "soon"}, 422, None),
     ],
 )
@@ -104,10 +105,10 @@ def test_refused_requests_start_nothing(
 
 
 def test_json_schema_is_validated_and_retried(make_api_settings, stand_in: StandIn) -> None:
-    from .helpers import serve_api
-
     with serve_api(make_api_settings(AICODEBOX_JSON_RETRIES="1")) as api:
-        good = run(api, prompt='ANSWER sure: {"answer": "x"}\nRETRY_ANSWER {"answer": 42}', jsonSchema=SCHEMA)
+        good = run(
+            api, prompt='ANSWER sure: {"answer": "x"}\nRETRY_ANSWER {"answer": 42}', jsonSchema=SCHEMA
+        )
         body = good.json()
         assert body["json"] == {"answer": 42} and body["exitCode"] == 0
         assert [a["parseError"] is None for a in body["attempts"]] == [False, True]
@@ -140,7 +141,9 @@ def test_async_run_is_polled_once(api: str, workspace: Path) -> None:
     }
     status = httpx.get(f"{api}/status").json()
     assert status["busyWorkspaces"] == [str(workspace / "w")]
-    assert status["runs"] == [{"runId": body["runId"], "workspace": str(workspace / "w"), "status": "running"}]
+    assert status["runs"] == [
+        {"runId": body["runId"], "workspace": str(workspace / "w"), "status": "running"}
+    ]
     result = poll(api, body["runId"])
     assert (result["status"], result["exitCode"], result["text"]) == ("completed", 0, "later")
     gone = httpx.get(f"{api}/run/result", params={"runId": body["runId"]})

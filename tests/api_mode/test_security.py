@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
+
 from agentbox_common.settings import ConfigError
 from agentbox_mcp_mode.api.settings import ApiModeSettings
-
 from tests.mcp_mode.helpers import StandIn, mcp_post, sse_json
 
 from .helpers import serve_api
@@ -49,7 +49,9 @@ def test_api_token(make_api_settings, workspace) -> None:
                 refused = httpx.request(method, api + path, headers=headers, content=b"{}")
                 assert refused.status_code == 401, (method, path, headers)
                 assert refused.json() == {"detail": detail}
-            assert (workspace / "x.txt").exists() == ((method, path) == ("DELETE", "/files/x.txt"))  # unchanged
+            assert (workspace / "x.txt").exists() == (
+                (method, path) == ("DELETE", "/files/x.txt")
+            )  # unchanged
             allowed = httpx.request(method, api + path, headers=bearer("api-secret"), content=b"{}")
             assert allowed.status_code != 401, (method, path)
         assert httpx.get(f"{api}/status", headers={"authorization": "bearer api-secret"}).status_code == 200

@@ -14,9 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
-
 from tests.support.headless_chromium import pages_app
 from tests.support.jsonrpc import call_tool, list_tool_names, tool_text
 from tests.support.requirements import require_chromium, require_npm

@@ -11,11 +11,11 @@ import time
 
 import httpx
 import pytest
+
 from agentbox_browser.chromium import chromium_command
 from agentbox_browser.cli import settings_from
 from agentbox_browser.settings import BrowserSettings, Viewport
 from agentbox_common.settings import ConfigError
-
 from tests.browser.conftest import BrowserProgram, start_program
 from tests.support.requirements import require_chromium
 from tests.support.servers import console_script, free_port

@@ -8,10 +8,10 @@ import re
 
 import httpx
 import pytest
-from agentbox_browser.tools import ORDER
 from mcp import Client
 from playwright.sync_api import sync_playwright
 
+from agentbox_browser.tools import ORDER
 from tests.browser.conftest import VIEWPORT, BrowserProgram, png_size
 from tests.support.jsonrpc import list_tool_names, rpc
 from tests.support.servers import free_port

@@ -172,7 +172,7 @@ def test_sandbox_commands_cannot_read_secrets_from_other_processes(box: Box, aut
     """Neither tini/supervisord (root) nor the programs (non-dumpable) leak the key or the MCP token through
     /proc/<pid>/environ; an ordinary process of the same user (the probe's control) can be read."""
     probe = call_tool(mcp(box), "sandbox_execute_bash", {"cmd": (
-        "(AGENTBOX_PROBE=control-marker-5e1 sleep 20 &) ; sleep 0.3; "
+        "(AGENTBOX_PROBE=control-marker-5e1 sleep 5 &) ; sleep 0.3; "
         "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>/dev/null "
         f"| grep -e {API_KEY} -e {MCP_TOKEN} -e control-marker-5e1 | sort -u")}, headers=auth)
     assert tool_json(probe)["output"].split() == ["AGENTBOX_PROBE=control-marker-5e1"], tool_text(probe)
@@ -186,8 +186,8 @@ def test_workspace_is_owned_by_the_sandbox_user(box: Box, auth: dict[str, str]) 
 
 def test_no_zombies_after_commands_that_background_children(box: Box, auth: dict[str, str]) -> None:
     url = mcp(box)
-    forms = ["sleep 0.2 & echo {i}", "(sleep 0.2 &) ; echo {i}", "setsid sleep 0.2 & echo {i}",
-             "bash -c 'sleep 0.2 &' ; echo {i}"]
+    forms = ["sleep 0.3 & echo {i}", "(sleep 0.3 &) ; echo {i}", "setsid sleep 0.3 & echo {i}",
+             "bash -c 'sleep 0.3 &' ; echo {i}"]
     for i in range(50):
         result = call_tool(url, "sandbox_execute_bash", {"cmd": forms[i % len(forms)].format(i=i)}, headers=auth)
         assert result["isError"] is False, tool_text(result)

@@ -8,6 +8,7 @@ import pytest
 
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
+from tests.support.headless_chromium import Chromium, headless_chromium, pages_app
 from tests.support.servers import serve_app
 
 
@@ -29,3 +30,17 @@ def gateway(gateway_settings: GatewaySettings) -> Iterator[str]:
 @pytest.fixture
 def mcp_url(gateway: str) -> str:
     return f"{gateway}/mcp"
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Chromium]:
+    """A headless Chromium shared by one test module (started only by the browser tests that ask)."""
+    with headless_chromium() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def pages_url() -> Iterator[str]:
+    """Base URL of the browser tests' pages (``/form``, ``/color/{color}``)."""
+    with serve_app(pages_app()) as url:
+        yield url

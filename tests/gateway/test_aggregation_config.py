@@ -9,8 +9,8 @@ import subprocess
 from typing import Any
 
 import pytest
-from agentbox_gateway.upstreams.config import UpstreamConfig, parse_upstreams
 
+from agentbox_gateway.upstreams.config import UpstreamConfig, parse_upstreams
 from tests.support.servers import console_script, free_port
 
 CONFIG_LOG = "agentbox_gateway.upstreams.config"

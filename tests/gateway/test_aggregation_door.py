@@ -9,10 +9,10 @@ from typing import Any
 
 import httpx
 import pytest
-from agentbox_gateway.settings import GatewaySettings
-from agentbox_gateway.upstreams import UpstreamRouter
 from mcp import Client
 
+from agentbox_gateway.settings import GatewaySettings
+from agentbox_gateway.upstreams import UpstreamRouter
 from tests.gateway.test_aggregation_fakes import HeaderRecorder, door, hanging_upstream, tool, upstream_app
 from tests.support.jsonrpc import call_tool, list_tool_names, rpc
 from tests.support.servers import free_port, serve_app

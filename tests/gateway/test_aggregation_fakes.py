@@ -12,10 +12,6 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
-from agentbox_gateway.mcp_door import build_mcp_app, build_mcp_server
-from agentbox_gateway.mcp_tools.registry import ToolRegistry, ToolSpec
-from agentbox_gateway.mcp_tools.results import text_result
-from agentbox_gateway.upstreams import UpstreamRouter
 from mcp import types
 from mcp.server import MCPServer, Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
@@ -26,6 +22,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agentbox_gateway.mcp_door import build_mcp_app, build_mcp_server
+from agentbox_gateway.mcp_tools.registry import ToolRegistry, ToolSpec
+from agentbox_gateway.mcp_tools.results import text_result
+from agentbox_gateway.upstreams import UpstreamRouter
 from tests.support.servers import serve_app
 
 NO_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)

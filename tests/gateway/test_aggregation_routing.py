@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+
 from agentbox_gateway.settings import GatewaySettings
 from agentbox_gateway.upstreams import UpstreamRouter
 from agentbox_gateway.upstreams.client import MAX_LIST_PAGES
-
 from tests.gateway.test_aggregation_fakes import (
     crashing_upstream,
     handwritten_sse_upstream,

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentbox_gateway.app import build_app
-from agentbox_gateway.settings import GatewaySettings
 from starlette.applications import Starlette
 
+from agentbox_gateway.app import build_app
+from agentbox_gateway.settings import GatewaySettings
 from tests.support.jsonrpc import call_tool, list_tool_names, rpc
 from tests.support.servers import console_script, free_port, run_command, serve_app
 

@@ -5,32 +5,18 @@ reach the page, and clear isError answers for bad actions."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from dataclasses import replace
 
 import httpx
 import pytest
-from agentbox_gateway.settings import GatewaySettings
 
-from tests.support.headless_chromium import Chromium, headless_chromium, pages_app, shown_page
+from agentbox_gateway.settings import GatewaySettings
+from tests.support.headless_chromium import Chromium, shown_page
 from tests.support.jsonrpc import call_tool, rpc, tool_json, tool_text
 from tests.support.png import decode_png
-from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.chromium
 BROWSER_TOOLS = ["browser_get_info", "browser_gui_screenshot", "browser_gui_execute_action"]
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Chromium]:
-    with headless_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture(scope="module")
-def pages_url() -> Iterator[str]:
-    with serve_app(pages_app()) as url:
-        yield url
 
 
 @pytest.fixture

@@ -5,34 +5,22 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
 import anyio
 import httpx
 import pytest
-from agentbox_gateway.planes.browser import BrowserPlane, BrowserUnavailable, InvalidAction, parse_action
-from agentbox_gateway.settings import GatewaySettings
 from playwright.async_api import Page, async_playwright
 
-from tests.support.headless_chromium import Chromium, headless_chromium, pages_app
+from agentbox_gateway.planes.browser import BrowserPlane, BrowserUnavailable, InvalidAction, parse_action
+from agentbox_gateway.settings import GatewaySettings
+from tests.support.headless_chromium import Chromium
 from tests.support.png import decode_png
-from tests.support.servers import free_port, serve_app
+from tests.support.servers import free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.chromium]
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Chromium]:
-    with headless_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture(scope="module")
-def pages_url() -> Iterator[str]:
-    with serve_app(pages_app()) as url:
-        yield url
 
 
 @pytest.fixture

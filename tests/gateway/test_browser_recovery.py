@@ -11,8 +11,8 @@ import pytest
 from agent_sandbox import Sandbox
 from agent_sandbox.browser.types.action import Action_Click
 from agent_sandbox.core.api_error import ApiError
-from agentbox_gateway.settings import GatewaySettings
 
+from agentbox_gateway.settings import GatewaySettings
 from tests.support.headless_chromium import headless_chromium
 from tests.support.jsonrpc import call_tool, tool_json, tool_text
 from tests.support.requirements import require_chromium

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 
 import httpx
@@ -11,27 +10,14 @@ from agent_sandbox import Sandbox
 from agent_sandbox.browser.types.action import Action_Click, Action_Hotkey, Action_Typing, Action_Wait
 from agent_sandbox.core.api_error import ApiError
 from agent_sandbox.types.resolution import Resolution
-from agentbox_gateway.settings import GatewaySettings
 
-from tests.support.headless_chromium import Chromium, headless_chromium, pages_app, shown_page
+from agentbox_gateway.settings import GatewaySettings
+from tests.support.headless_chromium import Chromium, shown_page
 from tests.support.png import decode_png
-from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.chromium
 KEY = "rest-browser-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Chromium]:
-    with headless_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture(scope="module")
-def pages_url() -> Iterator[str]:
-    with serve_app(pages_app()) as url:
-        yield url
 
 
 @pytest.fixture

@@ -4,36 +4,22 @@ address, and Playwright from outside connecting through it, behind the API key."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 
 import httpx
 import pytest
-from agentbox_gateway.cdp_proxy import public_base, rewrite_targets
-from agentbox_gateway.settings import GatewaySettings
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
 from websockets.sync.client import connect
 
-from tests.support.headless_chromium import Chromium, headless_chromium, pages_app
+from agentbox_gateway.cdp_proxy import public_base, rewrite_targets
+from agentbox_gateway.settings import GatewaySettings
+from tests.support.headless_chromium import Chromium
 from tests.support.jsonrpc import call_tool, tool_json
-from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.chromium
 KEY = "cdp-proxy-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Chromium]:
-    with headless_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture(scope="module")
-def pages_url() -> Iterator[str]:
-    with serve_app(pages_app()) as url:
-        yield url
 
 
 @pytest.fixture

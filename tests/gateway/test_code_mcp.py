@@ -10,10 +10,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from agentbox_gateway.app import build_app
-from agentbox_gateway.settings import GatewaySettings
 from mcp import Client
 
+from agentbox_gateway.app import build_app
+from agentbox_gateway.settings import GatewaySettings
 from tests.support.jsonrpc import call_tool, rpc, tool_text
 from tests.support.servers import serve_app
 

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+
 from agentbox_gateway.planes.code import (
     CodePlane,
     InvalidRequest,
@@ -55,6 +56,12 @@ async def test_python_captures_subprocess_output(plane: CodePlane) -> None:
     run = await plane.execute("python", "import os, subprocess\nprint('a', flush=True)\n"
                                         "os.system('echo b')\nsubprocess.run(['echo', 'c'])")
     assert run.stdout == "a\nb\nc\n"
+
+
+async def test_huge_output_is_capped_with_a_note(plane: CodePlane) -> None:
+    run = await plane.execute("python", "import sys\nsys.stdout.write('x' * 3_000_000)\nprint('done', file=sys.stderr)")
+    assert run.status == "ok" and run.stderr == "done\n"
+    assert run.stdout.startswith("x" * 2_000_000 + "\n[... 1000000 bytes of output omitted]")
 
 
 async def test_python_exception_has_a_traceback_without_worker_frames(plane: CodePlane) -> None:

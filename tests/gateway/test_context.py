@@ -12,10 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from agentbox_gateway import __version__
 from agentbox_gateway.planes.context import ContextError, ContextPlane, SkillNotFound
 from agentbox_gateway.settings import GatewaySettings
-
 from tests.support.jsonrpc import call_tool, list_tool_names, rpc, tool_json, tool_text
 
 pytestmark = pytest.mark.anyio

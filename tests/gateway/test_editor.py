@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from agentbox_gateway.planes.editor import EditorPlane
 from agentbox_gateway.planes.files import FilePlane
 from agentbox_gateway.settings import GatewaySettings
-
 from tests.support.jsonrpc import call_tool, tool_json
 
 pytestmark = pytest.mark.anyio

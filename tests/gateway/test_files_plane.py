@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+
 from agentbox_gateway.planes.file_errors import FileOperationError
 from agentbox_gateway.planes.file_tree import GREP_MAX_MATCHES, glob_to_regex
 from agentbox_gateway.planes.files import READ_LIMIT, FilePlane

@@ -22,6 +22,7 @@ from agent_sandbox.types import (
     SandboxResponse,
     StrReplaceEditorResult,
 )
+
 from agentbox_gateway import __version__
 
 

@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import httpx
 import pytest
+
 from agentbox_gateway.app import build_app
 from agentbox_gateway.security import origin_allowed
 from agentbox_gateway.settings import GatewaySettings
-
 from tests.support.jsonrpc import rpc
 from tests.support.servers import serve_app
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from agentbox_gateway.app import build_app
-from agentbox_gateway.settings import GatewaySettings
 from mcp import Client
 
+from agentbox_gateway.app import build_app
+from agentbox_gateway.settings import GatewaySettings
 from tests.gateway.test_shell_plane import eventually, live_processes
 from tests.support.jsonrpc import call_tool, tool_text
 from tests.support.servers import serve_app

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+
 from agentbox_gateway.planes.shell import (
     InvalidRequest,
     OutputBuffer,

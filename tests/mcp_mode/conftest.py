@@ -6,9 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from agentbox_mcp_mode.settings import McpModeSettings
 
-from .helpers import StandIn
+from .helpers import StandIn, agent_env
 
 
 @pytest.fixture
@@ -30,13 +31,6 @@ def make_settings(tmp_path: Path, workspace: Path, stand_in: StandIn) -> Callabl
     """Settings from an environment: the temp workspace and the stand-in CLI unless overridden."""
 
     def make(**env: str) -> McpModeSettings:
-        base = {
-            "AICODEBOX_WORKSPACE": str(workspace),
-            "AICODEBOX_STATE_DIR": str(tmp_path / "state"),
-            "AICODEBOX_AGENT_BINARY": str(stand_in.path),
-            "AICODEBOX_ADAPTER": "claude",
-            "AICODEBOX_RUN_TIMEOUT": "30",
-        }
-        return McpModeSettings.from_env({**base, **env})
+        return McpModeSettings.from_env({**agent_env(workspace, tmp_path, stand_in), **env})
 
     return make

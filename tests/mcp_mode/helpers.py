@@ -15,14 +15,18 @@ from typing import Any
 
 import httpx
 import httpx2
-from agentbox_mcp_mode.app import build_app
-from agentbox_mcp_mode.settings import McpModeSettings
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from agentbox_mcp_mode.app import build_app
+from agentbox_mcp_mode.settings import McpModeSettings
 from tests.support.servers import serve_app
 
 HERE = Path(__file__).parent
+#: The arguments the claude adapter always passes (before any optional ones).
+FIXED_CLAUDE = ["-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "bypassPermissions"]
+#: A json_schema the tests' structured answers follow.
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
 
 
 class StandIn:
@@ -47,6 +51,17 @@ class StandIn:
                 return calls
             time.sleep(0.02)
         raise TimeoutError(f"stand-in agent was started {len(self.calls())} times, expected {count}")
+
+
+def agent_env(workspace: Path, tmp_path: Path, stand_in: StandIn) -> dict[str, str]:
+    """The environment both modes' test settings start from: temp workspace and state, stand-in CLI."""
+    return {
+        "AICODEBOX_WORKSPACE": str(workspace),
+        "AICODEBOX_STATE_DIR": str(tmp_path / "state"),
+        "AICODEBOX_AGENT_BINARY": str(stand_in.path),
+        "AICODEBOX_ADAPTER": "claude",
+        "AICODEBOX_RUN_TIMEOUT": "30",
+    }
 
 
 @contextlib.contextmanager

@@ -13,19 +13,17 @@ from typing import Any
 
 import anyio
 import pytest
-from agentbox_mcp_mode.settings import McpModeSettings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from agentbox_mcp_mode.settings import McpModeSettings
 from tests.support.servers import free_port, serve_app
 
-from .helpers import mcp_client, serve_settings, tool_text, wait_gone
+from .helpers import SCHEMA, mcp_client, serve_settings, tool_text, wait_gone
 
 pytestmark = pytest.mark.anyio
-
-SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
 
 
 def call(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:

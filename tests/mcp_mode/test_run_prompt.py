@@ -13,13 +13,21 @@ import anyio
 import httpx
 import pytest
 
-from .helpers import MCP_HEADERS, StandIn, group_members, mcp_client, serve_settings, tool_text, wait_gone
+from .helpers import (
+    FIXED_CLAUDE,
+    MCP_HEADERS,
+    SCHEMA,
+    StandIn,
+    group_members,
+    mcp_client,
+    serve_settings,
+    tool_text,
+    wait_gone,
+)
 
 pytestmark = pytest.mark.anyio
 
-FIXED_CLAUDE = ["-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "bypassPermissions"]
 FIXED_CODEX = ["exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
-SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
 
 
 async def run(url: str, **arguments):

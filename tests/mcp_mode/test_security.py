@@ -8,9 +8,9 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+
 from agentbox_common.settings import ConfigError
 from agentbox_mcp_mode.settings import McpModeSettings
-
 from tests.support.servers import console_script, free_port, run_command
 
 from .helpers import mcp_post, serve_settings, sse_json

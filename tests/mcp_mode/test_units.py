@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+
 from agentbox_common.settings import ConfigError
 from agentbox_mcp_mode.adapters import load_adapter
 from agentbox_mcp_mode.adapters.base import Adapter, AgentEvent, AgentRequest

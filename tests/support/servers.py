@@ -78,12 +78,18 @@ def run_command(
         yield process
     finally:
         if process.poll() is None:
-            os.killpg(process.pid, 15)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, 9)
-                process.wait()
+            stop_group(process)
+
+
+def stop_group(process: subprocess.Popen, grace: float = 10) -> None:
+    """SIGTERM the process group led by ``process``, SIGKILL it after ``grace`` seconds; reap the child."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, 15)
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        process.wait()
 
 
 def console_script(name: str) -> str:

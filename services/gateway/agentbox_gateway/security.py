@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from agentbox_common.asgi import refuse
 
 #: Routes anyone may call, even with a key set (AIO's public set).
 PUBLIC_PATHS = frozenset({"/health", "/v1/ping", "/v1/openapi.json", "/v1/docs"})
@@ -42,22 +43,6 @@ def origin_allowed(origin: str, allowed: Iterable[str]) -> bool:
     return any(origin_matches(origin, pattern) for pattern in allowed)
 
 
-async def _send_json(send: Send, status: int, body: dict, headers: list[tuple[bytes, bytes]] = ()) -> None:
-    payload = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
-
-
 class OriginGuard:
     """Refuse (403) a request whose ``Origin`` is neither loopback nor allowlisted."""
 
@@ -69,10 +54,8 @@ class OriginGuard:
         if scope["type"] in ("http", "websocket"):
             origin = dict(scope["headers"]).get(b"origin")
             if origin is not None and not origin_allowed(origin.decode("latin-1"), self.allowed):
-                if scope["type"] == "websocket":
-                    await send({"type": "websocket.close", "code": 1008})
-                    return
-                await _send_json(
+                await refuse(
+                    scope,
                     send,
                     403,
                     {"success": False, "message": "Forbidden: origin not allowed", "data": None, "hint": None},
@@ -108,10 +91,8 @@ class ApiKeyGuard:
         if scope["type"] in ("http", "websocket") and self.api_key and scope["path"] not in PUBLIC_PATHS:
             key = presented_key(scope)
             if key is None or not hmac.compare_digest(key.encode(), self.api_key):
-                if scope["type"] == "websocket":
-                    await send({"type": "websocket.close", "code": 1008})
-                    return
-                await _send_json(
+                await refuse(
+                    scope,
                     send,
                     401,
                     {"success": False, "message": "Unauthorized: missing or invalid API key", "data": None,

@@ -9,7 +9,6 @@ status 2."""
 
 from __future__ import annotations
 
-import logging
 import sys
 
 from agentbox_common.logging import configure_logging
@@ -21,14 +20,8 @@ from .api.settings import ApiModeSettings
 from .settings import McpModeSettings
 
 
-def quiet_sdk_logging() -> None:
-    """The SDK logs every stateless request at INFO ("Terminating session: None"); keep its warnings."""
-    logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
-
-
 def main_mcp_mode() -> None:
     configure_logging()
-    quiet_sdk_logging()
     try:
         settings = McpModeSettings.from_env()
         adapter = load_adapter(settings)
@@ -42,7 +35,6 @@ def main_mcp_mode() -> None:
 
 def main_api() -> None:
     configure_logging()
-    quiet_sdk_logging()
     try:
         settings = ApiModeSettings.from_env()
         adapter = load_adapter(settings.mcp)

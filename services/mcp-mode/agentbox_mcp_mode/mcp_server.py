@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hmac
 import importlib.metadata
-import json
 from dataclasses import dataclass
 
 from mcp import types
@@ -34,6 +33,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from agentbox_common.asgi import BEARER_CHALLENGE, bearer_token, refuse
 
 from .adapters.base import Adapter
 from .locks import WorkspaceLocks
@@ -47,8 +48,6 @@ INSTRUCTIONS = (
     "aicodebox MCP mode: run_prompt hands a task to a coding agent working in the workspace; "
     "list_files, read_file, write_file and delete_file work on the workspace's files directly."
 )
-
-_UNAUTHORIZED = json.dumps({"detail": "unauthorized"}).encode()
 
 
 def _version() -> str:
@@ -82,12 +81,8 @@ def build_mcp_server(tools: McpTools) -> Server:
 
 def presented_token(scope: Scope) -> list[str]:
     """Tokens a request presents: the Bearer header and every raw ``apiToken=`` query part."""
-    found = []
-    for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer":
-                found.append(token.strip())
+    bearer = bearer_token(scope)
+    found = [bearer] if bearer else []
     query = scope.get("query_string", b"").decode("latin-1")
     found.extend(part[len("apiToken=") :] for part in query.split("&") if part.startswith("apiToken="))
     return found
@@ -111,21 +106,7 @@ class McpTokenGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket") and not self.allowed(scope):
-            if scope["type"] == "websocket":
-                await send({"type": "websocket.close", "code": 1008})
-                return
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(_UNAUTHORIZED)).encode()),
-                        (b"www-authenticate", b"Bearer"),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": _UNAUTHORIZED})
+            await refuse(scope, send, 401, {"detail": "unauthorized"}, BEARER_CHALLENGE)
             return
         await self.app(scope, receive, send)
 

@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import yaml
+
 from agentbox_common.processes import kill_process_group, sandbox_environment
 
 from .. import __version__

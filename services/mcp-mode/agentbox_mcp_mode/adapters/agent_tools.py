@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+
 from agentbox_common.processes import sandbox_environment, terminate_process_group
 
 #: Longest tool output handed back to the model (the middle is elided).

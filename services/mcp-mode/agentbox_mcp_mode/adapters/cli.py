@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+
 from agentbox_common.processes import sandbox_environment, terminate_process_group
 
 from .base import MISSING_BINARY_EXIT_CODE, TIMEOUT_EXIT_CODE, Adapter, AgentEvent, AgentRequest

@@ -10,19 +10,11 @@ other's routes. An empty token leaves the API open.
 from __future__ import annotations
 
 import hmac
-import json
 from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-
-def bearer_token(scope: Scope) -> str | None:
-    """The token of an ``Authorization: Bearer …`` header, or None (no header, another scheme)."""
-    for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").strip().partition(" ")
-            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-    return None
+from agentbox_common.asgi import BEARER_CHALLENGE, bearer_token, refuse
 
 
 class ApiTokenGuard:
@@ -46,21 +38,6 @@ class ApiTokenGuard:
         if scope["type"] in ("http", "websocket"):
             problem = self.problem(scope)
             if problem is not None:
-                if scope["type"] == "websocket":
-                    await send({"type": "websocket.close", "code": 1008})
-                    return
-                body = json.dumps({"detail": problem}).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()),
-                            (b"www-authenticate", b"Bearer"),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+                await refuse(scope, send, 401, {"detail": problem}, BEARER_CHALLENGE)
                 return
         await self.app(scope, receive, send)

@@ -70,7 +70,10 @@ class ToolMode:
             {
                 "id": f"call_{uuid.uuid4().hex[:24]}",
                 "type": "function",
-                "function": {"name": call["name"], "arguments": json.dumps(call["arguments"], ensure_ascii=False)},
+                "function": {
+                    "name": call["name"],
+                    "arguments": json.dumps(call["arguments"], ensure_ascii=False),
+                },
             }
             for call in value["tool_calls"]
         ]
@@ -81,9 +84,17 @@ def _functions(tools: Any) -> dict[str, dict[str, Any]]:
         raise RequestProblem(400, "tools must be a list")
     functions: dict[str, dict[str, Any]] = {}
     for index, tool in enumerate(tools):
-        function = tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
-            raise RequestProblem(400, f"tools[{index}] must be {{'type': 'function', 'function': {{'name': …}}}}")
+        function = (
+            tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
+        )
+        if (
+            not isinstance(function, dict)
+            or not isinstance(function.get("name"), str)
+            or not function["name"]
+        ):
+            raise RequestProblem(
+                400, f"tools[{index}] must be {{'type': 'function', 'function': {{'name': …}}}}"
+            )
         parameters = function.get("parameters") or {"type": "object"}
         if not isinstance(parameters, dict):
             raise RequestProblem(400, f"tools[{index}].function.parameters must be a JSON Schema object")
@@ -116,7 +127,9 @@ def tool_mode(tools: Any, tool_choice: Any) -> ToolMode | None:
         named = tool_choice.get("function") if isinstance(tool_choice, dict) else None
         name = named.get("name") if isinstance(named, dict) else None
         if name not in functions:
-            raise RequestProblem(400, "tool_choice must be none, auto, required or a function named in tools")
+            raise RequestProblem(
+                400, "tool_choice must be none, auto, required or a function named in tools"
+            )
         allowed, choice, required = [name], CHOICE_NAMED.format(name=name), True
     call_shapes = [
         {

@@ -4,8 +4,9 @@ resolution with 400 ``path escapes workspace root: …``; nothing is touched bef
 
 * ``GET /files`` / ``GET /files/{path}``: a directory → ``{"path", "entries": [{"name", "type",
   "size"?}]}`` (sorted, ``size`` for files); a file → its bytes, streamed.
-* ``PUT /files/{path}``: the raw body becomes the file (parents created, overwritten) →
-  ``{"status": "ok", "path", "size"}`` with the size in bytes; a directory target → 400.
+* ``PUT /files/{path}``: the raw body becomes the file (parents created, replaced atomically, an
+  existing file's permissions kept) → ``{"status": "ok", "path", "size"}`` with the size in bytes;
+  a directory target → 400.
 * ``DELETE /files/{path}``: files only (a directory → 400 ``cannot delete directories``; missing →
   404).
 
@@ -14,11 +15,15 @@ Disk work runs in worker threads, so a big file or a slow disk never stalls the 
 
 from __future__ import annotations
 
+import os
+import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
 import anyio
 from fastapi import APIRouter, HTTPException, Request
+from starlette.requests import ClientDisconnect
 from starlette.responses import FileResponse, JSONResponse, Response
 
 from ..workspace import Workspace, WorkspaceError
@@ -33,6 +38,13 @@ def _entry(path: Path) -> dict[str, Any]:
     except OSError:  # a dangling symlink
         pass
     return entry
+
+
+def _replace(partial: Path, target: Path) -> None:
+    """Move the upload into place, keeping an existing file's permission bits."""
+    if target.exists():
+        shutil.copymode(target, partial)
+    os.replace(partial, target)
 
 
 def router(workspace: Workspace) -> APIRouter:
@@ -74,11 +86,21 @@ def router(workspace: Workspace) -> APIRouter:
             await anyio.to_thread.run_sync(lambda: target.parent.mkdir(parents=True, exist_ok=True))
         except (FileExistsError, NotADirectoryError):
             raise HTTPException(400, f"a parent of {path} is a file") from None
+        # Written beside the target and renamed over it, so an interrupted upload changes nothing.
+        partial = target.with_name(f".{target.name}.upload-{uuid.uuid4().hex[:12]}")
         size = 0
-        async with await anyio.open_file(target, "wb") as handle:
-            async for chunk in request.stream():
-                await handle.write(chunk)
-                size += len(chunk)
+        try:
+            async with await anyio.open_file(partial, "xb") as handle:
+                async for chunk in request.stream():
+                    await handle.write(chunk)
+                    size += len(chunk)
+            await anyio.to_thread.run_sync(_replace, partial, target)
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(lambda: partial.unlink(missing_ok=True))
+            if isinstance(exc, ClientDisconnect):
+                raise HTTPException(400, f"upload of {path} interrupted") from None
+            raise
         return {"status": "ok", "path": path, "size": size}
 
     @api.delete("/files/{path:path}")

@@ -295,7 +295,9 @@ async def stream_plain(
         logger.exception("adapter %s failed while streaming", adapter.name)
         stop = AgentEvent("stop", reason="error", exit_code=1, stderr=f"{type(exc).__name__}: {exc}")
     if stop is None:
-        stop = AgentEvent("stop", reason="error", exit_code=1, stderr="the adapter ended without a stop event")
+        stop = AgentEvent(
+            "stop", reason="error", exit_code=1, stderr="the adapter ended without a stop event"
+        )
     await finished()
     if not streamed and stop.text:
         yield chunk(meta, {"content": stop.text})

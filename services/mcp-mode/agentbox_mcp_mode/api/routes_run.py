@@ -15,6 +15,8 @@ also drops the result) answers at once with the ``runId``; the result is polled 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 from typing import Any
 
 import anyio
@@ -29,6 +31,8 @@ from ..workspace import Workspace, WorkspaceError
 from .disconnect import finish_unless_disconnected
 from .runs import RunRegistry
 from .settings import ApiModeSettings
+
+logger = logging.getLogger(__name__)
 
 
 class RunBody(BaseModel):
@@ -106,15 +110,20 @@ def router(settings: ApiModeSettings, adapter: Adapter, registry: RunRegistry) -
         retries = settings.mcp.json_retries
 
         async def work() -> dict[str, Any]:
+            started = time.monotonic()
             outcome = await run_with_json_retry(adapter, request, retries)
+            logger.info(
+                "/run in %s: exit %s, %d attempt(s), %.1fs",
+                cwd,
+                outcome.exit_code,
+                len(outcome.attempts),
+                time.monotonic() - started,
+            )
             return run_answer(outcome, request.json_schema is not None)
 
         background = body.run_async or body.fire_and_forget
         try:
-            record = registry.start(
-                cwd, work, keep_result=background and not body.fire_and_forget,
-                fire_and_forget=body.fire_and_forget,
-            )
+            record = registry.start(cwd, work, keep_result=background and not body.fire_and_forget)
         except WorkspaceBusy as exc:
             raise HTTPException(409, str(exc)) from None
         if background:

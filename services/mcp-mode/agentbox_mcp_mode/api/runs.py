@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -37,7 +37,6 @@ CANCEL_WAIT = 15.0
 class RunRecord:
     run_id: str
     workspace: Path
-    fire_and_forget: bool = False
     status: RunStatus = "running"
     #: The run's answer fields once completed (exitCode, text, ...).
     result: dict[str, Any] = field(default_factory=dict)
@@ -65,22 +64,17 @@ class RunRegistry:
     def start(
         self,
         workspace: Path,
-        work: Callable[[], Awaitable[dict[str, Any]]],
+        work: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
         *,
         keep_result: bool,
-        fire_and_forget: bool = False,
     ) -> RunRecord:
         """Take ``workspace`` (raises WorkspaceBusy at once) and run ``work()`` as a task."""
         self._purge()
         self.locks.acquire(workspace)
-        record = RunRecord(uuid.uuid4().hex, workspace, fire_and_forget)
+        record = RunRecord(uuid.uuid4().hex, workspace)
         self._runs[record.run_id] = record
-
-        async def run() -> dict[str, Any]:
-            return await work()
-
         try:
-            record.task = asyncio.create_task(run(), name=f"run-{record.run_id}")
+            record.task = asyncio.create_task(work(), name=f"run-{record.run_id}")
         except BaseException:
             self.locks.release(workspace)
             self._runs.pop(record.run_id, None)

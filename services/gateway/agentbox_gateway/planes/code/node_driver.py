@@ -178,6 +178,6 @@ SOURCE = r"""
     send({ event: 'ready', pid: process.pid, executable: process.execPath, version: process.versions.node });
   }
 
-  if (mode === 'once') setTimeout(serveOnce, 0); else serveSession();
+  if (mode === 'once') serveOnce(); else serveSession();
 })();
 """

@@ -8,7 +8,8 @@ the gateway knows it has every byte the cell printed, subprocesses' output inclu
 
 MODE ``fork`` (stateless calls): a fork server. Each request runs in a freshly forked child in its own
 session, so no state survives a call and a timeout kills only that child; the server itself never runs
-user code, which keeps every child pristine and costs a fork instead of an interpreter start-up.
+user code, which keeps every child pristine and costs a fork instead of an interpreter start-up. The
+child writes to pipes of its own, relayed by the server until the call ends.
 MODE ``inline`` (sessions): requests run in this process, in one persistent ``__main__`` namespace.
 """
 

@@ -1,0 +1,111 @@
+"""What every benchmark needs: servers started as real processes on free loopback ports, calls
+timed side by side, and latency percentiles printed in one table shape.
+
+The benchmarks run as ``python bench/bench_x.py``; each puts the repository root on ``sys.path``
+before importing this module (``from bench._harness import ...``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from tests.support.servers import free_port, stop_group
+
+BIN = os.path.dirname(sys.executable)
+
+
+@contextlib.contextmanager
+def process_group(
+    args: list[str], ready_url: str, env: Mapping[str, str] | None = None, timeout: float = 30
+) -> Iterator[subprocess.Popen]:
+    """Run ``args`` in its own process group until the block ends, once ``ready_url`` answers 200.
+    Output goes to a file, not a pipe: a full pipe would stall the server's logging mid-benchmark."""
+    log = tempfile.TemporaryFile()
+    process = subprocess.Popen(
+        args, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                output = log.read().decode(errors="replace")[-500:]
+                raise RuntimeError(f"{args[0]} did not become ready: {output}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(ready_url, timeout=1).status_code == 200:
+                    break
+            time.sleep(0.05)
+        yield process
+    finally:
+        stop_group(process)
+        log.close()
+
+
+@contextlib.contextmanager
+def listening(
+    args: list[str], ready_path: str = "/health", env: Mapping[str, str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """A server taking ``--port``, started on a free one; yields its base URL and its process."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with process_group([*args, "--port", str(port)], url + ready_path, env) as process:
+        yield url, process
+
+
+@contextlib.contextmanager
+def gateway(env: Mapping[str, str] | None = None) -> Iterator[str]:
+    """``aiod start`` in its own process on a free loopback port; yields its base URL."""
+    with listening([os.path.join(BIN, "aiod"), "start"], "/health", env) as (url, _):
+        yield url
+
+
+def tool_call_body(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-RPC ``tools/call`` request for ``/mcp``."""
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+
+def timed(call: Callable[[], object]) -> float:
+    """Seconds one call takes."""
+    started = time.perf_counter()
+    call()
+    return time.perf_counter() - started
+
+
+def interleaved(
+    calls: Mapping[str, Callable[[], object]], rounds: int, warmup: int
+) -> dict[str, list[float]]:
+    """Time every call ``rounds`` times, one of each per round so all see the same machine noise,
+    after ``warmup`` untimed rounds."""
+    for _ in range(warmup):
+        for call in calls.values():
+            call()
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            samples[name].append(timed(call))
+    return samples
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of samples in seconds, in milliseconds."""
+    ordered = sorted(samples)
+    return ordered[min(round(q * (len(ordered) - 1)), len(ordered) - 1)] * 1000
+
+
+def print_latencies(
+    samples: Mapping[str, list[float]], label: str = "contender", width: int = 40, counts: bool = False
+) -> None:
+    """One line per contender: p50 and p99 in milliseconds (and the number of samples)."""
+    print(f"{label:<{width}} {'p50 ms':>8} {'p99 ms':>8}" + ("  samples" if counts else ""))
+    for name, values in samples.items():
+        line = f"{name:<{width}} {percentile(values, 0.5):>8.2f} {percentile(values, 0.99):>8.2f}"
+        print(line + (f"  {len(values)}" if counts else ""))

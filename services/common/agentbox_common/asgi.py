@@ -1,0 +1,50 @@
+"""Small ASGI pieces shared by the services' guard middlewares (gateway origin/API key, MCP mode
+tokens): reading a bearer token and refusing a request before the app sees it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from starlette.types import Scope, Send
+
+#: The challenge header of a 401 answered for a missing or wrong bearer token.
+BEARER_CHALLENGE = ((b"www-authenticate", b"Bearer"),)
+
+
+def bearer_token(scope: Scope) -> str | None:
+    """The token of an ``Authorization: Bearer …`` header, or None (no header, another scheme)."""
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").strip().partition(" ")
+            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+    return None
+
+
+async def send_json(send: Send, status: int, body: Any, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    """A complete HTTP response: ``body`` as JSON with ``status`` and any extra ``headers``."""
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def refuse(
+    scope: Scope, send: Send, status: int, body: Any, headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    """Refuse a request: a websocket is closed with 1008 (policy violation) before it is accepted,
+    an HTTP request gets ``status`` with ``body`` as JSON (see :func:`send_json`)."""
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    await send_json(send, status, body, headers)
