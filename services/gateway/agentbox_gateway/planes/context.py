@@ -1,5 +1,6 @@
 """The context plane: what this sandbox is (OS, user, runtimes, occupied ports, tools), which packages
-its interpreters have, which skills it carries, and which planes are up right now.
+its interpreters have, which skills it carries (``skills``), and which planes are up right now
+(``capabilities``).
 
 Probes that start programs (runtime versions, tool lookup) are cached for a short while; everything
 blocking runs in a worker thread or as an asyncio subprocess, never on the event loop."""
@@ -16,28 +17,26 @@ import pwd
 import re
 import shutil
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
-import yaml
 
 from agentbox_common.processes import kill_process_group, sandbox_environment
 
 from .. import __version__
 from ..settings import GatewaySettings
+from .capabilities import BrowserStatus, Capabilities
+from .context_errors import ContextError
+from .context_errors import SkillNotFound as SkillNotFound  # re-exported: callers catch it from here
+from .skills import load_skill
 
-#: How long runtime/tool probes and the capability report stay fresh (seconds).
+#: How long runtime/tool probes stay fresh (seconds).
 PROBE_TTL = 30.0
-CAPABILITIES_TTL = 5.0
 PROBE_TIMEOUT = 10.0
-BROWSER_STATUS_TIMEOUT = 5.0
 PACKAGES_TIMEOUT = 60.0
-SKILL_FILE = "SKILL.md"
-SKILL_MAX_BYTES = 1024 * 1024
 LANGUAGES = ("python", "nodejs")
 _LANGUAGE_ALIASES = {
     "py": "python",
@@ -96,14 +95,6 @@ _PYTHON_PACKAGES = (
     "for name, version in sorted(seen.values(), key=lambda p: p[0].lower()):\n"
     "    print(f'{name}=={version}')\n"
 )
-
-
-class ContextError(Exception):
-    """A context request that cannot be answered (no such runtime, bad skill name ...)."""
-
-
-class SkillNotFound(ContextError):
-    pass
 
 
 @dataclass
@@ -274,64 +265,6 @@ def _runtime_binaries(path: str | None) -> dict[str, dict[str, list[str]]]:
     return found
 
 
-# --------------------------------------------------------------------------- skills (sync, in threads)
-
-
-def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    """YAML front matter (``---`` ... ``---``) and the body after it; bad YAML counts as none."""
-    match = re.match(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", text, re.DOTALL)
-    if not match:
-        return {}, text
-    try:
-        front = yaml.safe_load(match.group(1))
-    except yaml.YAMLError:
-        front = None
-    return (front if isinstance(front, dict) else {}), text[match.end() :]
-
-
-def _description(front: dict[str, Any], body: str) -> str:
-    described = front.get("description")
-    if isinstance(described, str) and described.strip():
-        return " ".join(described.split())
-    for paragraph in re.split(r"\n\s*\n", body):
-        stripped = paragraph.strip()
-        if stripped and not stripped.startswith("#"):
-            return " ".join(stripped.split())
-    return "(no description)"
-
-
-def _read_skill_file(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return handle.read(SKILL_MAX_BYTES).decode("utf-8", errors="replace")
-
-
-def _list_skills(root: Path) -> list[tuple[str, str]]:
-    try:
-        folders = sorted(entry for entry in root.iterdir() if not entry.name.startswith("."))
-    except OSError:
-        return []
-    skills = []
-    for folder in folders:
-        skill_file = folder / SKILL_FILE
-        if folder.is_dir() and skill_file.is_file():
-            try:
-                front, body = _split_front_matter(_read_skill_file(skill_file))
-            except OSError:
-                continue
-            skills.append((folder.name, _description(front, body)))
-    return skills
-
-
-def _load_skill(root: Path, name: str) -> str:
-    folder = root / name
-    try:
-        text = _read_skill_file(folder / SKILL_FILE)
-    except OSError:
-        raise SkillNotFound(f"Skill not found: {name}") from None
-    _front, body = _split_front_matter(text)
-    return f"Base Path: {folder}\n\n{body.lstrip(chr(10))}"
-
-
 # --------------------------------------------------------------------------- the plane
 
 
@@ -341,12 +274,11 @@ class ContextPlane:
         self._static: dict[str, str] | None = None
         self._probed: tuple[float, dict[str, list[dict[str, Any]]], list[dict[str, Any]]] | None = None
         self._probe_lock = anyio.Lock()
-        self._capabilities: tuple[float, dict[str, Any]] | None = None
-        self._capabilities_lock = anyio.Lock()
+        self._capabilities = Capabilities()
 
     async def aclose(self) -> None:
         self._probed = None
-        self._capabilities = None
+        self._capabilities.forget()
 
     # --- context
 
@@ -436,80 +368,14 @@ class ContextPlane:
     # --- skills
 
     async def load_skill(self, name: str | None = None) -> str:
-        """No name: ``Skills Count: N`` and one ``- name`` / description pair per skill; a name: its
-        ``Base Path`` and SKILL.md body. Unknown names raise :class:`SkillNotFound`."""
-        root = self.settings.skills_path
-        if not name:
-            skills = await anyio.to_thread.run_sync(_list_skills, root)
-            lines = [f"Skills Count: {len(skills)}"]
-            for skill, description in skills:
-                lines += [f"- {skill}", f"  {description}"]
-            return "\n".join(lines)
-        if "/" in name or "\\" in name or "\x00" in name or name.startswith(".") or name != name.strip():
-            raise ContextError(f"Invalid skill name: {name} (a folder name under the skills directory)")
-        return await anyio.to_thread.run_sync(_load_skill, root, name)
+        """No name: the skills list; a name: that skill's SKILL.md (see :func:`skills.load_skill`)."""
+        return await load_skill(self.settings.skills_path, name)
 
     # --- capabilities
 
-    async def capabilities(
-        self, browser_status: Callable[[], Awaitable[dict[str, Any]]], refresh: bool = False
-    ) -> dict[str, Any]:
+    async def capabilities(self, browser_status: BrowserStatus, refresh: bool = False) -> dict[str, Any]:
         """Which planes are up right now; cached for 5 s unless ``refresh``."""
-        async with self._capabilities_lock:
-            cached = self._capabilities
-            if not refresh and cached is not None and time.monotonic() - cached[0] < CAPABILITIES_TTL:
-                return cached[1]
-            report = await self._probe_capabilities(browser_status)
-            self._capabilities = (time.monotonic(), report)
-            return report
-
-    async def _probe_capabilities(
-        self, browser_status: Callable[[], Awaitable[dict[str, Any]]]
-    ) -> dict[str, Any]:
-        path = sandbox_environment().get("PATH")
-
-        def locate() -> dict[str, str | None]:
-            found: dict[str, str | None] = {
-                name: shutil.which(name, path=path) for name in ("bash", "python3", "node")
-            }
-            found["pty"] = "/dev/ptmx" if os.path.exists("/dev/ptmx") else None
-            return found
-
-        found = await anyio.to_thread.run_sync(locate)
-        try:
-            with anyio.fail_after(BROWSER_STATUS_TIMEOUT):
-                browser = dict(await browser_status())
-        except Exception as exc:  # the report must never fail (or hang) because one plane does
-            browser = {"status": "absent", "error": f"{type(exc).__name__}: {exc}"}
-        missing = [name for name in ("python3", "node") if found[name] is None]
-        operations = (
-            "read",
-            "write",
-            "replace",
-            "search",
-            "find",
-            "list",
-            "grep",
-            "glob",
-            "upload",
-            "download",
-            "str_replace_editor",
-        )
-        return {
-            "files": dict.fromkeys(operations, True),
-            "exec": {
-                "available": found["bash"] is not None,
-                "bash": found["bash"],
-                "pty": found["pty"] is not None,
-            },
-            "code_interpreter": {
-                "available": len(missing) < 2,
-                "python": found["python3"] is not None,
-                "javascript": found["node"] is not None,
-                "missing": missing,
-            },
-            "browser": browser,
-        }
+        return await self._capabilities.report(browser_status, refresh)
 
 
 async def _run(args: list[str], limit: float, check: bool = True) -> str:

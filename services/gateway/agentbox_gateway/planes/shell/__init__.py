@@ -1,0 +1,29 @@
+"""The shell plane: persistent bash sessions shared by ``sandbox_execute_bash`` and ``/v1/shell``,
+``/v1/bash``.
+
+Modules: ``plane`` (the session registry and its API), ``session`` (one session and its bash),
+``bash`` (what is written to bash and the end markers read back), ``processes`` (what a kill hits),
+``record`` (one command), ``output`` (bounded output buffers), ``errors``."""
+
+from .bash import bash_quote, resolve_dir
+from .errors import (
+    CommandNotFound,
+    InvalidRequest,
+    SessionBusy,
+    SessionExists,
+    SessionLimit,
+    SessionNotFound,
+    ShellError,
+    ShellUnavailable,
+)
+from .output import OUTPUT_LIMIT, OutputBuffer, truncate_middle
+from .plane import DEFAULT_SESSION_ID, DEFAULT_TOOL_TIMEOUT, SessionStats, ShellPlane
+from .record import CommandRecord
+from .session import ShellSession
+
+__all__ = [
+    "DEFAULT_SESSION_ID", "DEFAULT_TOOL_TIMEOUT", "OUTPUT_LIMIT", "CommandNotFound", "CommandRecord",
+    "InvalidRequest", "OutputBuffer", "SessionBusy", "SessionExists", "SessionLimit", "SessionNotFound",
+    "SessionStats", "ShellError", "ShellPlane", "ShellSession", "ShellUnavailable", "bash_quote",
+    "resolve_dir", "truncate_middle",
+]

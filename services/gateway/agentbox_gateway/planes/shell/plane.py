@@ -1,0 +1,170 @@
+"""All shell sessions of the gateway behind one API: the shared default session, sessions made on
+request, the session limit and idle eviction, and ``sandbox_execute_bash``'s run-to-the-end call."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import os
+import re
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...settings import GatewaySettings
+from .bash import resolve_dir
+from .errors import InvalidRequest, SessionExists, SessionLimit, SessionNotFound
+from .record import CommandRecord
+from .session import DEFAULT_NO_CHANGE_TIMEOUT, ShellSession
+
+DEFAULT_SESSION_ID = "default"
+#: The most sessions alive at once (aiod: 20 PTY sessions).
+MAX_SESSIONS = 20
+#: A session unused for this long may be reaped when a new one is needed (aiod: 3600 s).
+SESSION_IDLE_TIMEOUT = 3600
+#: ``sandbox_execute_bash`` kills a command after this many seconds unless told otherwise (1.x: 30).
+DEFAULT_TOOL_TIMEOUT = 30
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def _prompt_prefix() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
+
+
+@dataclass(frozen=True)
+class SessionStats:
+    total_sessions: int
+    active_sessions: int
+    idle_sessions: int
+    max_sessions: int
+    session_timeout: int
+    usage_ratio: float
+
+
+class ShellPlane:
+    """All shell sessions of the gateway: the shared default one, and those made on request.
+
+    ``settings`` holds nothing shell-specific; shells get the gateway's environment minus secrets."""
+
+    def __init__(self, settings: GatewaySettings, *, max_sessions: int = MAX_SESSIONS,
+                 session_timeout: int = SESSION_IDLE_TIMEOUT) -> None:
+        self.max_sessions = max_sessions
+        self.session_timeout = session_timeout
+        self._sessions: dict[str, ShellSession] = {}
+        self._default_lock = asyncio.Lock()
+        self.prompt_prefix = _prompt_prefix()
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    async def session(self, session_id: str) -> ShellSession:
+        """An existing session (the shared default one is made on first use)."""
+        if session_id == DEFAULT_SESSION_ID:
+            return await self.default_session()
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise SessionNotFound(f"unknown shell session: {session_id}")
+        return session
+
+    def sessions(self) -> list[ShellSession]:
+        return list(self._sessions.values())
+
+    async def _make_room(self) -> None:
+        """Reap long-idle sessions, then evict the least recently used idle implicit one."""
+        now = time.monotonic()
+        for session in list(self._sessions.values()):
+            if (session.session_id != DEFAULT_SESSION_ID and not session.busy
+                    and now - session.last_used > self.session_timeout):
+                await self._drop(session, kill_jobs=False)
+        if len(self._sessions) < self.max_sessions:
+            return
+        evictable = [s for s in self._sessions.values()
+                     if s.auto and not s.busy and s.session_id != DEFAULT_SESSION_ID]
+        if not evictable:
+            raise SessionLimit(f"too many shell sessions (limit {self.max_sessions}); close one first")
+        await self._drop(min(evictable, key=lambda s: s.last_used), kill_jobs=False)
+
+    async def create_session(self, session_id: str | None = None, *, cwd: str | None = None,
+                             auto: bool = False, preserve_symlinks: bool = False,
+                             no_change_timeout: int | None = None) -> ShellSession:
+        """A new session with its shell started. ``auto``: made implicitly, evictable when full."""
+        if session_id is not None and not _SESSION_ID.match(session_id):
+            raise InvalidRequest("invalid session id: use 1-128 letters, digits, '.', '_' or '-'")
+        if session_id is not None and session_id in self._sessions:
+            raise SessionExists(f"shell session {session_id!r} already exists")
+        home = str(Path.home())
+        start_dir = home
+        if cwd:
+            start_dir = resolve_dir(home, cwd)
+        await self._make_room()
+        session_id = session_id or secrets.token_hex(8)
+        if session_id in self._sessions:  # taken while making room
+            raise SessionExists(f"shell session {session_id!r} already exists")
+        session = ShellSession(session_id, start_dir, auto=auto, preserve_symlinks=preserve_symlinks,
+                               no_change_timeout=no_change_timeout or DEFAULT_NO_CHANGE_TIMEOUT)
+        self._sessions[session_id] = session
+        try:
+            await session.ensure_shell()
+        except BaseException:
+            self._sessions.pop(session_id, None)
+            raise
+        return session
+
+    async def default_session(self) -> ShellSession:
+        async with self._default_lock:
+            session = self._sessions.get(DEFAULT_SESSION_ID)
+            if session is None:
+                session = await self.create_session(DEFAULT_SESSION_ID)
+            return session
+
+    async def _drop(self, session: ShellSession, *, kill_jobs: bool) -> None:
+        if self._sessions.get(session.session_id) is session:
+            del self._sessions[session.session_id]
+        await session.close(kill_jobs=kill_jobs)
+
+    async def close_session(self, session_id: str) -> None:
+        """Close one session, killing what it still runs (background jobs included)."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise SessionNotFound(f"unknown shell session: {session_id}")
+        await self._drop(session, kill_jobs=True)
+
+    async def close_all(self) -> int:
+        sessions = list(self._sessions.values())
+        for session in sessions:
+            await self._drop(session, kill_jobs=True)
+        return len(sessions)
+
+    def stats(self) -> SessionStats:
+        now = time.monotonic()
+        total = len(self._sessions)
+        active = sum(1 for s in self._sessions.values() if s.busy or now - s.last_used < 300)
+        return SessionStats(total_sessions=total, active_sessions=active, idle_sessions=total - active,
+                            max_sessions=self.max_sessions, session_timeout=self.session_timeout,
+                            usage_ratio=round(total / self.max_sessions, 4) if self.max_sessions else 1.0)
+
+    # -- the MCP tool ------------------------------------------------------------------------
+
+    async def run(self, command: str, *, cwd: str | None = None, new_session: bool = False,
+                  time_limit: float | None = None, session_id: str | None = None) -> CommandRecord:
+        """``sandbox_execute_bash``: run to the end (killed after ``time_limit`` s) in the shared
+        session, a new one, or ``session_id``; stdin is closed, stderr interleaved with stdout."""
+        time_limit = DEFAULT_TOOL_TIMEOUT if time_limit is None else time_limit
+        if time_limit <= 0:
+            raise InvalidRequest("timeout must be a positive number of seconds")
+        if new_session:
+            session = await self.create_session(session_id, auto=True)
+        else:
+            session = await self.session(session_id or DEFAULT_SESSION_ID)
+        record = await session.start(command, cwd=cwd, hard_timeout=time_limit, busy_wait=time_limit)
+        await record.finished.wait()
+        return record
+
+    async def aclose(self) -> None:
+        await self.close_all()
