@@ -30,8 +30,6 @@ class GatewaySettings:
     upstream_call_timeout: float = 300.0
     #: ``AIO_SKILLS_PATH``: folders holding a SKILL.md each.
     skills_path: Path = field(default_factory=lambda: Path.home() / "skills")
-    #: ``AIO_BROWSER_URL``: the browser program's control endpoint (loopback).
-    browser_url: str = "http://127.0.0.1:8100"
     #: ``AIO_CDP_URL``: Chromium's DevTools HTTP endpoint (loopback).
     cdp_url: str = "http://127.0.0.1:9222"
 
@@ -46,7 +44,6 @@ class GatewaySettings:
             "upstream_list_timeout": env_float("AIO_MCP_LIST_TIMEOUT", 2.0, source, minimum=0.05),
             "upstream_call_timeout": env_float("AIO_MCP_CALL_TIMEOUT", 300.0, source, minimum=0.05),
             "skills_path": Path(env_str("AIO_SKILLS_PATH", str(Path.home() / "skills"), source)),
-            "browser_url": env_str("AIO_BROWSER_URL", "http://127.0.0.1:8100", source).rstrip("/"),
             "cdp_url": env_str("AIO_CDP_URL", "http://127.0.0.1:9222", source).rstrip("/"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
