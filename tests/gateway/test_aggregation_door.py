@@ -153,3 +153,28 @@ async def test_official_sdk_clients_of_both_eras_see_forwarded_answers(peer: str
             assert failed.is_error and failed.content[0].text == "it broke"
             hello = await client.call_tool("peer_hello", {})
             assert hello.content[0].text == "peer:hello:{}"
+
+
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities": {},
+               "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
+
+
+@pytest.mark.anyio
+async def test_a_2026_era_call_never_waits_for_a_listing_of_the_upstreams(peer: str) -> None:
+    """The SDK checks ``Mcp-Param-*`` headers against the called tool's schema; the door answers
+    that from what it already knows instead of letting the SDK list every upstream per call."""
+    async with hanging_upstream() as hang:
+        servers = {"hang": {"url": hang, "prefix": "hang"}, "peer": {"url": peer, "prefix": "peer"}}
+        with door(make_router(servers, list_timeout=3), BUILTINS) as mcp:
+            async with httpx.AsyncClient(timeout=10) as client:
+                await client.post(mcp, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})  # 3 s: hang
+                for name in ("sandbox_echo", "peer_hello"):
+                    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name}
+                    params = {"name": name, "arguments": {"text": "x"}, "_meta": MODERN_META}
+                    started = time.monotonic()
+                    response = await client.post(mcp, headers=headers, json={
+                        "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params})
+                    assert time.monotonic() - started < 1.5, name
+                    result = response.json()["result"]
+                    assert result["resultType"] == "complete" and not result.get("isError"), result

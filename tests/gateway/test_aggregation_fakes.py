@@ -2,12 +2,14 @@
 
 Every fake is a real HTTP server on a random loopback port: a low-level ``mcp`` Server publishing
 raw tool definitions and raw results (so pass-through can be checked field by field), the SDK's
-``MCPServer`` answering over SSE, a hand-written SSE answer, and a socket that never answers."""
+``MCPServer`` answering over SSE, a hand-written SSE answer, and raw sockets that never answer, drop
+every request, or close a kept-alive connection as the next request arrives."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
@@ -18,11 +20,11 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agentbox_gateway.mcp_door import build_mcp_app, build_mcp_server
+from agentbox_gateway.mcp_door import build_mcp_routes, build_mcp_server
 from agentbox_gateway.mcp_tools.registry import ToolRegistry, ToolSpec
 from agentbox_gateway.mcp_tools.results import text_result
 from agentbox_gateway.upstreams import UpstreamRouter
@@ -112,22 +114,32 @@ def sdk_sse_upstream() -> Starlette:
 
 
 def handwritten_sse_upstream(tools: list[dict[str, Any]]) -> Starlette:
-    """An SSE answer with a comment, a notification and a response split over two ``data`` lines."""
+    """An SSE answer with a comment, a notification and a response split over two ``data`` lines,
+    streamed in pieces that end between CR and LF and inside a multi-byte character."""
 
     async def endpoint(request: Request) -> Response:
         message = await request.json()
         if message["method"] == "tools/list":
             result: dict[str, Any] = {"tools": tools}
         else:
-            result = {"content": [{"type": "text", "text": "from sse"}], "structuredContent": {"n": 1}}
+            result = {"content": [{"type": "text", "text": "from sse ✓"}], "structuredContent": {"n": 1}}
         note = {"jsonrpc": "2.0", "method": "notifications/progress",
                 "params": {"progressToken": 1, "progress": 0.5}}
-        answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}, indent=1)
+        answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}, indent=1, ensure_ascii=False)
         head, tail = answer.split("\n", 1)
         body = (": keep-alive\n\n"
                 f"event: message\ndata: {json.dumps(note)}\n\n"
-                f"event: message\r\nid: 7\r\ndata: {head}\r\ndata: {tail.replace(chr(10), ' ')}\r\n\r\n")
-        return Response(body, media_type="text/event-stream")
+                f"event: message\r\nid: 7\r\ndata: {head}\r\ndata: {tail.replace(chr(10), ' ')}\r\n\r\n").encode()
+        check_mark = body.find("✓".encode())
+        cuts = sorted({i + 1 for i, byte in enumerate(body) if byte == ord("\r")} | {check_mark + 1} - {0})
+        pieces = [body[start:end] for start, end in itertools.pairwise([0, *cuts, len(body)])]
+
+        async def stream() -> AsyncIterator[bytes]:
+            for piece in pieces:
+                yield piece
+                await asyncio.sleep(0.005)  # each piece its own read on the other side
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
 
     return Starlette(routes=[Route("/mcp", endpoint, methods=["POST"])])
 
@@ -156,20 +168,55 @@ async def hanging_upstream() -> AsyncIterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def crashing_upstream() -> AsyncIterator[str]:
-    """A raw socket server that reads a request and drops the connection, as a dying process does."""
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError):
-            await reader.readuntil(b"\r\n\r\n")
-        writer.close()
-
+async def raw_upstream(
+    handle: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+) -> AsyncIterator[str]:
+    """A raw socket server in the running loop, one ``handle`` per connection; yields its /mcp URL."""
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     try:
         yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def read_request(reader: asyncio.StreamReader) -> dict[str, Any]:
+    """The JSON body of the next HTTP/1.1 request on the connection."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:"))
+    return json.loads(await reader.readexactly(length))
+
+
+def crashing_upstream(requests: list[dict[str, Any]]) -> contextlib.AbstractAsyncContextManager[str]:
+    """Reads each request (into ``requests``) and drops the connection, as a dying process does."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            requests.append(await read_request(reader))
+        writer.close()
+
+    return raw_upstream(handle)
+
+
+def once_per_connection_upstream(answered: list[dict[str, Any]]) -> contextlib.AbstractAsyncContextManager[str]:
+    """Answers the first request on each kept-alive connection (recorded in ``answered``) and closes
+    the connection on the second without answering: an idle timeout racing the client's next use."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            request = await read_request(reader)
+            answered.append(request)
+            text = f"call {len(answered)}"
+            body = json.dumps({"jsonrpc": "2.0", "id": request["id"],
+                               "result": {"content": [{"type": "text", "text": text}]}}).encode()
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                         % (len(body), body))
+            await writer.drain()
+            await reader.readuntil(b"\r\n\r\n")
+        writer.close()
+
+    return raw_upstream(handle)
 
 
 async def _builtin_echo(args: dict[str, Any]) -> types.CallToolResult:
@@ -182,10 +229,12 @@ def builtin(name: str) -> ToolSpec:
 
 
 @contextlib.contextmanager
-def door(router: UpstreamRouter, builtins: list[str]) -> Iterator[str]:
-    """The gateway's real MCP door (fake built-ins + ``router``) served on loopback; yields /mcp."""
+def door(router: UpstreamRouter, builtins: list[str], *, forwarder: bool = True) -> Iterator[str]:
+    """The gateway's real MCP door (fake built-ins + ``router``) served on loopback; yields /mcp.
+    ``forwarder=False`` leaves out the upstream-call fast path, so every call takes the SDK's way."""
     server = build_mcp_server(ToolRegistry([builtin(name) for name in builtins]), router)
-    inner = build_mcp_app(server, "127.0.0.1")
+    routes = build_mcp_routes(server, "127.0.0.1", upstreams=router if forwarder else None,
+                              builtins=frozenset(builtins))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -195,5 +244,5 @@ def door(router: UpstreamRouter, builtins: list[str]) -> Iterator[str]:
             finally:
                 await router.aclose()
 
-    with serve_app(Starlette(routes=inner.routes, lifespan=lifespan)) as url:
+    with serve_app(Starlette(routes=routes, lifespan=lifespan)) as url:
         yield f"{url}/mcp"

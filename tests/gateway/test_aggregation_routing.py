@@ -19,6 +19,7 @@ from tests.gateway.test_aggregation_fakes import (
     crashing_upstream,
     handwritten_sse_upstream,
     hanging_upstream,
+    once_per_connection_upstream,
     sdk_sse_upstream,
     tool,
     upstream_app,
@@ -163,12 +164,25 @@ async def test_an_upstream_killed_then_restarted_leaves_and_comes_back(caplog: p
     assert "upstream peer answers: 2 tools" in messages
 
 
-async def test_an_upstream_dying_mid_call_is_an_error_result() -> None:
-    async with crashing_upstream() as url:
+async def test_an_upstream_dying_mid_call_is_an_error_result_and_the_call_is_not_sent_again() -> None:
+    requests: list[dict[str, Any]] = []
+    async with crashing_upstream(requests) as url:
         async with router({"peer": {"url": url, "prefix": "peer"}}) as upstreams:
             result = await upstreams.call_tool("peer_hello", {})
             assert result is not None and result.is_error
             assert result.content[0].text.startswith("upstream peer unavailable: connection closed")
+    assert [r["params"]["name"] for r in requests] == ["hello"]
+
+
+async def test_a_kept_alive_connection_the_upstream_closed_is_replaced_without_a_failed_call() -> None:
+    answered: list[dict[str, Any]] = []
+    async with once_per_connection_upstream(answered) as url:
+        async with router({"peer": {"url": url, "prefix": "peer"}}) as upstreams:
+            assert await call_text(upstreams, "peer_a") == "call 1"
+            # The second call finds its kept-alive connection closed unread and goes out on a new one.
+            assert await call_text(upstreams, "peer_b") == "call 2"
+            assert await call_text(upstreams, "peer_c") == "call 3"
+    assert [r["params"]["name"] for r in answered] == ["a", "b", "c"]
 
 
 async def test_a_hanging_upstream_never_holds_tools_list_beyond_the_bound() -> None:
@@ -269,7 +283,7 @@ async def test_a_handwritten_sse_answer_with_notifications_and_multiline_data() 
             assert await names(upstreams) == ["h_x"]
             result = await upstreams.call_tool("h_x", {})
             assert result is not None and result.structured_content == {"n": 1}
-            assert result.content[0].text == "from sse"
+            assert result.content[0].text == "from sse ✓"
 
 
 async def test_an_upstream_answering_garbage_is_absent_and_calls_are_error_results() -> None:

@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 from . import __version__, cdp_proxy
-from .mcp_door import build_mcp_app, build_mcp_server
+from .mcp_door import build_mcp_routes, build_mcp_server
 from .mcp_tools import builtin_tools
 from .mcp_tools.registry import ToolRegistry
 from .planes import Planes
@@ -30,7 +30,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
     registry = ToolRegistry(builtin_tools(planes))
     upstreams = UpstreamRouter.from_config(settings)
     mcp_server = build_mcp_server(registry, upstreams)
-    mcp_app = build_mcp_app(mcp_server, settings.host)
+    mcp_routes = build_mcp_routes(mcp_server, settings.host, upstreams=upstreams, builtins=frozenset(registry.names))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -45,7 +45,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
     rest_app = build_rest_app(planes, settings)
     routes = [
         Route("/health", health, methods=["GET"]),
-        *mcp_app.routes,
+        *mcp_routes,
         *cdp_proxy.routes(settings),
         Mount("", app=rest_app),
     ]

@@ -6,17 +6,18 @@ failed are ``isError`` results, produced by the registry and the upstream router
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from starlette.applications import Starlette
+from starlette.routing import Route
 
 from . import __version__
 from .mcp_tools.registry import ToolRegistry, current_request
 from .settings import MAX_MCP_BODY_BYTES
+from .upstreams import UpstreamCallForwarder, UpstreamRouter
 
 INSTRUCTIONS = (
     "agentbox sandbox: a shell, Python and JavaScript interpreters, a file system and a Chromium "
@@ -24,17 +25,7 @@ INSTRUCTIONS = (
 )
 
 
-class ToolSource(Protocol):
-    """Tools that come from somewhere other than the built-in registry (aggregated upstreams)."""
-
-    async def list_tools(self, reserved: set[str]) -> list[types.Tool]:
-        """The published tools, skipping names in ``reserved`` (built-ins win collisions)."""
-
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult | None:
-        """Forward a call; ``None`` when no upstream publishes ``name``."""
-
-
-def build_mcp_server(registry: ToolRegistry, upstreams: ToolSource | None = None) -> Server:
+def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = None) -> Server:
     reserved = set(registry.names)
 
     async def list_tools(
@@ -59,21 +50,33 @@ def build_mcp_server(registry: ToolRegistry, upstreams: ToolSource | None = None
                 return result
         raise MCPError(types.INVALID_PARAMS, f"unknown tool: {name}")
 
+    def input_schema(name: str) -> dict[str, Any] | None:
+        """For the SDK's 2026-era ``Mcp-Param-*`` header check; without it the SDK lists every tool
+        (asking every upstream) before each call."""
+        if name in registry:
+            return registry.input_schema(name)
+        return upstreams.input_schema(name) if upstreams is not None else None
+
     return Server(
         "agentbox",
         version=__version__,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        get_tool_input_schema=input_schema,
     )
 
 
-def build_mcp_app(server: Server, host: str) -> Starlette:
-    """The SDK's streamable-HTTP app at ``/mcp``: stateless, JSON answers, 8 MiB body limit.
+def build_mcp_routes(
+    server: Server, host: str, *, upstreams: UpstreamRouter | None = None, builtins: frozenset[str] = frozenset()
+) -> list[Route]:
+    """``/mcp``: the SDK's streamable-HTTP endpoint (stateless, JSON answers, 8 MiB body limit),
+    behind the upstream-call forwarder when upstreams are registered. Call inside
+    ``server.session_manager.run()``'s lifespan.
 
     Host checks are off on purpose (the gateway is reached by container names and through reverse
     proxies); the Origin check is the gateway's own middleware, which covers REST and CDP too."""
-    return server.streamable_http_app(
+    sdk_app = server.streamable_http_app(
         streamable_http_path="/mcp",
         json_response=True,
         stateless_http=True,
@@ -81,3 +84,10 @@ def build_mcp_app(server: Server, host: str) -> Starlette:
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         host=host,
     )
+    (route,) = sdk_app.routes
+    assert isinstance(route, Route)
+    if not upstreams:
+        return [route]
+    forwarder = UpstreamCallForwarder(route.endpoint, upstreams, builtins=builtins,
+                                      server_info=server.server_info_stamp)
+    return [Route(route.path, endpoint=forwarder)]

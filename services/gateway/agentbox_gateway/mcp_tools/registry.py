@@ -80,6 +80,9 @@ class ToolRegistry:
     def tools(self) -> list[types.Tool]:
         return list(self._tools)
 
+    def input_schema(self, name: str) -> dict[str, Any]:
+        return self._specs[name].input_schema
+
     async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         spec = self._specs[name]
         args = dict(arguments or {})

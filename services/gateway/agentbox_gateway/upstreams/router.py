@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from mcp import types
 from mcp.shared.exceptions import MCPError
@@ -26,7 +26,14 @@ logger = logging.getLogger(__name__)
 #: server does not flicker in and out of the catalogue. A refused connection drops them at once.
 STALE_LIST_TTL = 30.0
 
-Route = tuple[UpstreamClient, str]
+
+class Route(NamedTuple):
+    """Where a published name goes: the upstream, its own name for the tool, and the tool's input
+    schema as last listed (``None`` when the name was only matched by its prefix)."""
+
+    client: UpstreamClient
+    original: str
+    input_schema: dict[str, Any] | None = None
 
 
 class ForwardedResult(types.CallToolResult):
@@ -44,8 +51,8 @@ class ForwardedResult(types.CallToolResult):
         return dumped
 
 
-def _failure(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+def _failure(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -66,6 +73,10 @@ class UpstreamRouter:
         #: "" while an upstream answers, else the reason it does not; logged when it changes.
         self._state: dict[str, str] = {}
         self._noted: set[tuple[str, str]] = set()
+
+    def __bool__(self) -> bool:
+        """Whether any upstream is registered."""
+        return bool(self._clients)
 
     @classmethod
     def from_config(cls, settings: GatewaySettings) -> UpstreamRouter:
@@ -147,11 +158,11 @@ class UpstreamRouter:
                 if tool is not None:
                     tools.append(tool)
                     taken.add(tool.name)
-                    routes[tool.name] = (client, raw["name"])
+                    routes[tool.name] = Route(client, raw["name"], tool.input_schema)
         self._routes = routes
         return tools
 
-    def _route(self, name: str) -> Route | None:
+    def route(self, name: str) -> Route | None:
         """The table's entry, else the first upstream whose prefix the name carries: a tool of an
         upstream that was down at the last listing still gets a call (and an ``isError`` if down)."""
         route = self._routes.get(name)
@@ -160,31 +171,40 @@ class UpstreamRouter:
         for client in self._clients:
             original = client.config.original(name)
             if original is not None:
-                return client, original
+                return Route(client, original)
         return None
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult | None:
-        """Forward ``name`` to its upstream; ``None`` when no upstream can own it."""
-        route = self._route(name)
-        if route is None:
-            return None
-        client, original = route
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The published tool's input schema as last listed, without asking any upstream."""
+        route = self._routes.get(name)
+        return route.input_schema if route is not None else None
+
+    async def forward(self, route: Route, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        """The upstream's ``tools/call`` result exactly as sent, or an ``isError`` result naming the
+        upstream and the failure. :class:`UpstreamRpcError` when it answered with a JSON-RPC error."""
+        client, original = route.client, route.original
         try:
             raw = await client.call_tool(original, arguments)
-        except UpstreamRpcError as exc:
-            error = exc.error
-            code = error.get("code")
-            raise MCPError(code if isinstance(code, int) else types.INTERNAL_ERROR,
-                           str(error.get("message", "")), error.get("data")) from None
         except UpstreamUnavailable as exc:
             logger.warning("upstream %s: tools/call %s failed: %s", client.name, original, exc)
             return _failure(f"upstream {client.name} unavailable: {exc}")
         try:
-            return ForwardedResult.model_validate(raw)
+            types.CallToolResult.model_validate(raw)
         except ValidationError as exc:
             reason = f"upstream {client.name} sent an invalid tools/call result ({_first_error(exc)})"
             logger.warning("%s", reason)
             return _failure(reason)
+        return raw
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult | None:
+        """Forward ``name`` to its upstream for the MCP door; ``None`` when no upstream can own it."""
+        route = self.route(name)
+        if route is None:
+            return None
+        try:
+            return ForwardedResult.model_validate(await self.forward(route, arguments))
+        except UpstreamRpcError as exc:
+            raise MCPError(**exc.error_data()) from None
 
     async def aclose(self) -> None:
         await asyncio.gather(*(client.aclose() for client in self._clients))
