@@ -6,7 +6,9 @@
    machine noise. Both eras are measured: handshake-era calls (no ``MCP-Protocol-Version``, as curl
    and most clients send them) and 2026-07-28 calls (version headers and ``_meta``). A plain ASGI
    app answering a fixed body shows what one uvicorn round trip costs on its own.
-2. ``tools/list`` on a gateway aggregating four upstreams, one of them a socket that accepts and
+2. The same calls from 32 concurrent clients (threads, one keep-alive connection each): calls per
+   second direct and through the gateway, rounds alternating.
+3. ``tools/list`` on a gateway aggregating four upstreams, one of them a socket that accepts and
    never answers: wall time beside the configured bound (``AIO_MCP_LIST_TIMEOUT``), and beside the
    same gateway without the hanging upstream.
 
@@ -27,6 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
@@ -202,6 +205,28 @@ def bench_calls(calls: int, list_timeout: float) -> list[tuple[str, str, str, st
     return rows
 
 
+def bench_concurrent(clients: int, calls: int, rounds: int, list_timeout: float) -> list[tuple[str, str, str, str]]:
+    def client_run(url: str, tool: str) -> None:
+        with httpx.Client(timeout=30) as client:
+            for _ in range(calls):
+                answer = post(client, url, "tools/call", {"name": tool, "arguments": {"text": "ping"}})
+                assert answer["result"]["content"][0]["text"] == "ping", answer
+
+    with upstream() as direct_url, gateway({"up": {"url": direct_url, "prefix": "up"}}, list_timeout) as gw_url:
+        paths = {"direct to the upstream": (direct_url, "echo"), "through the gateway": (gw_url, "up_echo")}
+        rates: dict[str, list[float]] = {name: [] for name in paths}
+        with httpx.Client(timeout=30) as client:
+            post(client, gw_url, "tools/list")
+        for _ in range(rounds):
+            for name, (url, tool) in paths.items():
+                started = time.perf_counter()
+                with ThreadPoolExecutor(clients) as pool:
+                    list(pool.map(client_run, [url] * clients, [tool] * clients))
+                rates[name].append(clients * calls / (time.perf_counter() - started))
+    return [(f"{clients} concurrent clients, {name}", f"{statistics.median(values):.0f}",
+             " / ".join(f"{value:.0f}" for value in values), "") for name, values in rates.items()]
+
+
 def bench_lists(lists: int, list_timeout: float) -> list[tuple[str, str, str, str]]:
     rows = []
     with upstream() as a, upstream() as b, upstream() as c, hanging() as h:
@@ -235,11 +260,16 @@ def main() -> None:
         serve_floor(args.serve_floor)
         return
     call_rows = bench_calls(args.calls, args.list_timeout)
+    concurrent_rows = bench_concurrent(32, 100, 3, args.list_timeout)
     list_rows = bench_lists(args.lists, args.list_timeout)
     print(f"aggregation benchmark, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print(f"{'case':<56} {'p50 ms':>9} {'p99 ms':>9}  samples")
     for row in call_rows:
         print(f"{row[0]:<56} {row[1]:>9} {row[2]:>9}  {row[3]}")
+    print()
+    print(f"{'case':<56} {'calls/s':>9}  all rounds")
+    for row in concurrent_rows:
+        print(f"{row[0]:<56} {row[1]:>9}  {row[2]}")
     print()
     print(f"{'case':<56} {'median s':>9} {'max s':>9}  bound")
     for row in list_rows:
