@@ -11,18 +11,18 @@ import httpx
 import pytest
 from mcp import Client
 
-from agentbox_gateway.settings import GatewaySettings
-from agentbox_gateway.upstreams import UpstreamRouter
-from tests.gateway.test_aggregation_fakes import HeaderRecorder, door, hanging_upstream, tool, upstream_app
-from tests.support.jsonrpc import call_tool, list_tool_names, rpc
+from tests.gateway.test_aggregation_fakes import (
+    HeaderRecorder,
+    door,
+    hanging_upstream,
+    make_router,
+    tool,
+    upstream_app,
+)
+from tests.support.jsonrpc import MODERN_META, call_tool, list_tool_names, modern_headers, rpc
 from tests.support.servers import free_port, serve_app
 
 BUILTINS = ["sandbox_echo", "peer_taken"]
-
-
-def make_router(servers: dict[str, Any], *, list_timeout: float = 2.0, call_timeout: float = 10.0) -> UpstreamRouter:
-    return UpstreamRouter.from_config(GatewaySettings(
-        mcp_servers=servers, upstream_list_timeout=list_timeout, upstream_call_timeout=call_timeout))
 
 
 RICH_RESULT = {
@@ -155,11 +155,6 @@ async def test_official_sdk_clients_of_both_eras_see_forwarded_answers(peer: str
             assert hello.content[0].text == "peer:hello:{}"
 
 
-MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-               "io.modelcontextprotocol/clientCapabilities": {},
-               "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
-
-
 @pytest.mark.anyio
 async def test_a_2026_era_call_never_waits_for_a_listing_of_the_upstreams(peer: str) -> None:
     """The SDK checks ``Mcp-Param-*`` headers against the called tool's schema; the door answers
@@ -170,7 +165,7 @@ async def test_a_2026_era_call_never_waits_for_a_listing_of_the_upstreams(peer: 
             async with httpx.AsyncClient(timeout=10) as client:
                 await client.post(mcp, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})  # 3 s: hang
                 for name in ("sandbox_echo", "peer_hello"):
-                    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name}
+                    headers = modern_headers(name)
                     params = {"name": name, "arguments": {"text": "x"}, "_meta": MODERN_META}
                     started = time.monotonic()
                     response = await client.post(mcp, headers=headers, json={

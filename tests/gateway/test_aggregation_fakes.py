@@ -27,11 +27,17 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agentbox_gateway.mcp_door import build_mcp_routes, build_mcp_server
 from agentbox_gateway.mcp_tools.registry import ToolRegistry, ToolSpec
 from agentbox_gateway.mcp_tools.results import text_result
+from agentbox_gateway.settings import GatewaySettings
 from agentbox_gateway.upstreams import UpstreamRouter
 from tests.support.servers import serve_app
 
 NO_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 CallHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def make_router(servers: dict[str, Any], *, list_timeout: float = 2.0, call_timeout: float = 10.0) -> UpstreamRouter:
+    return UpstreamRouter.from_config(GatewaySettings(
+        mcp_servers=servers, upstream_list_timeout=list_timeout, upstream_call_timeout=call_timeout))
 
 
 def tool(name: str, **extra: Any) -> dict[str, Any]:

@@ -16,18 +16,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from agentbox_gateway.settings import GatewaySettings
-from agentbox_gateway.upstreams import UpstreamCallForwarder, UpstreamRouter
-from tests.gateway.test_aggregation_fakes import door, tool, upstream_app
+from agentbox_gateway.upstreams import UpstreamCallForwarder
+from tests.gateway.test_aggregation_fakes import door, make_router, tool, upstream_app
+from tests.support.jsonrpc import MODERN_META, modern_headers
 from tests.support.servers import free_port, serve_app
 
 JSON = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 BUILTINS = frozenset({"sandbox_echo"})
 MAX_BODY = 4096
-
-
-def make_router(servers: dict[str, Any]) -> UpstreamRouter:
-    return UpstreamRouter.from_config(GatewaySettings(mcp_servers=servers))
 
 
 class RecordingDoor:
@@ -69,15 +65,6 @@ def call(name: str, *, id: Any = 1, **params: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, **params}}
 
 
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
-
-
-def modern(name: str, **extra: str) -> dict[str, str]:
-    """The 2026-07-28 routing headers of a call to ``name``."""
-    return {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name, **extra}
-
-
 FORWARDED = {
     "no version header": ({}, call("peer_hello", arguments={"a": 1})),
     "2025-06-18": ({"MCP-Protocol-Version": "2025-06-18"}, call("peer_hello")),
@@ -87,8 +74,8 @@ FORWARDED = {
     "Accept application/json alone": ({"Accept": "application/json"}, call("peer_hello")),
     "charset parameter": ({"Content-Type": "application/json; charset=utf-8"}, call("peer_hello")),
     "name routed by its prefix before any listing": ({}, call("peer_unlisted")),
-    "2026-07-28": (modern("peer_hello"), call("peer_hello", _meta=META)),
-    "2026-07-28, arguments": (modern("peer_hello"), call("peer_hello", arguments={"a": 1}, _meta=META)),
+    "2026-07-28": (modern_headers("peer_hello"), call("peer_hello", _meta=MODERN_META)),
+    "2026-07-28, arguments": (modern_headers("peer_hello"), call("peer_hello", arguments={"a": 1}, _meta=MODERN_META)),
 }
 
 
@@ -116,12 +103,12 @@ LEFT_TO_THE_DOOR = {
     "tools/list": ({}, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
     "a built-in tool": ({}, call("sandbox_echo")),
     "an unknown tool": ({}, call("stranger_hello")),
-    "2026-07-28 without _meta": (modern("peer_hello"), call("peer_hello")),
+    "2026-07-28 without _meta": (modern_headers("peer_hello"), call("peer_hello")),
     "2026-07-28 without Mcp-Method": ({"MCP-Protocol-Version": "2026-07-28", "Mcp-Name": "peer_hello"},
-                                      call("peer_hello", _meta=META)),
-    "2026-07-28 naming another tool in Mcp-Name": (modern("peer_other"), call("peer_hello", _meta=META)),
-    "2026-07-28 header, 2025 _meta": (modern("peer_hello"), call("peer_hello", _meta={
-        **META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"})),
+                                      call("peer_hello", _meta=MODERN_META)),
+    "2026-07-28 naming another tool in Mcp-Name": (modern_headers("peer_other"), call("peer_hello", _meta=MODERN_META)),
+    "2026-07-28 header, 2025 _meta": (modern_headers("peer_hello"), call("peer_hello", _meta={
+        **MODERN_META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"})),
     "an unknown version": ({"MCP-Protocol-Version": "1999-01-01"}, call("peer_hello")),
     "a notification": ({}, {"jsonrpc": "2.0", "method": "notifications/initialized"}),
     "a batch": ({}, [call("peer_hello")]),
@@ -147,8 +134,8 @@ def test_every_other_request_reaches_the_door_with_its_body_intact(peer: str, ca
 
 
 def test_a_routing_header_sent_twice_reaches_the_door(peer: str) -> None:
-    body = httpx.Request("POST", "http://x", json=call("peer_hello", _meta=META)).content
-    headers = [*JSON.items(), *modern("peer_hello").items(), ("Mcp-Name", "peer_hello")]
+    body = httpx.Request("POST", "http://x", json=call("peer_hello", _meta=MODERN_META)).content
+    headers = [*JSON.items(), *modern_headers("peer_hello").items(), ("Mcp-Name", "peer_hello")]
     with forwarder(peer) as (url, recording):
         assert httpx.post(url, content=body, headers=headers).status_code == 299
     assert recording.seen == [("POST", body)]
@@ -220,13 +207,13 @@ def test_the_forwarders_answers_are_the_doors_answers(peer: str) -> None:
                     message = call(name, id=f"{name}-{version}", arguments={"q": "x", "region": "eu"})
                     headers = {"MCP-Protocol-Version": version} if version else {}
                     if version == "2026-07-28":
-                        message["params"]["_meta"] = META
-                        headers = modern(name)
+                        message["params"]["_meta"] = MODERN_META
+                        headers = modern_headers(name)
                     cases.append((headers, message))
             # The Mcp-Param-* rule: an agreeing header is forwarded, a disagreeing one is the door's 400.
             for region in ("eu", "us"):
-                message = call("raw_region", id=f"region-{region}", arguments={"region": "eu"}, _meta=META)
-                cases.append((modern("raw_region", **{"Mcp-Param-Region": region}), message))
+                message = call("raw_region", id=f"region-{region}", arguments={"region": "eu"}, _meta=MODERN_META)
+                cases.append((modern_headers("raw_region", **{"Mcp-Param-Region": region}), message))
             for headers, message in cases:
                 answers = [httpx.post(url, json=message, headers={**JSON, **headers}) for url in (fast, sdk)]
                 by_fast, by_sdk = ((a.status_code, a.headers["content-type"], a.json()) for a in answers)

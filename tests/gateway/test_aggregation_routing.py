@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from agentbox_gateway.settings import GatewaySettings
 from agentbox_gateway.upstreams import UpstreamRouter
 from agentbox_gateway.upstreams.client import MAX_LIST_PAGES
 from tests.gateway.test_aggregation_fakes import (
     crashing_upstream,
     handwritten_sse_upstream,
     hanging_upstream,
+    make_router,
     once_per_connection_upstream,
     sdk_sse_upstream,
     tool,
@@ -34,9 +34,7 @@ ROUTER_LOG = "agentbox_gateway.upstreams.router"
 @contextlib.asynccontextmanager
 async def router(servers: dict[str, Any], *, list_timeout: float = 2.0,
                  call_timeout: float = 10.0) -> AsyncIterator[UpstreamRouter]:
-    settings = GatewaySettings(mcp_servers=servers, upstream_list_timeout=list_timeout,
-                               upstream_call_timeout=call_timeout)
-    upstreams = UpstreamRouter.from_config(settings)
+    upstreams = make_router(servers, list_timeout=list_timeout, call_timeout=call_timeout)
     try:
         yield upstreams
     finally:

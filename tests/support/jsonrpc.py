@@ -16,6 +16,17 @@ def rpc(url: str, method: str, params: dict[str, Any] | None = None, *, id: int 
     return httpx.post(url, json=body, headers=headers or {}, timeout=timeout)
 
 
+#: The per-request ``_meta`` envelope of a 2026-07-28 request.
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities": {},
+               "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
+
+
+def modern_headers(name: str, method: str = "tools/call", **extra: str) -> dict[str, str]:
+    """The 2026-07-28 routing headers of a request naming ``name``."""
+    return {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name, **extra}
+
+
 def call_tool(url: str, name: str, arguments: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
     """``tools/call`` and return the JSON-RPC ``result`` (asserting HTTP 200 and no error)."""
     response = rpc(url, "tools/call", {"name": name, "arguments": arguments or {}}, **kwargs)
