@@ -180,6 +180,8 @@ def raw_upstream_app() -> Starlette:
         elif message["params"]["name"] == "rpc_error":
             return JSONResponse({"jsonrpc": "2.0", "id": message["id"],
                                  "error": {"code": -32001, "message": "busy", "data": {"retry": 2}}})
+        elif message["params"]["name"] == "rpc_bad_code":
+            return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "error": {"code": True, "message": 5}})
         elif message["params"]["name"] == "rpc_invalid_params":
             return JSONResponse({"jsonrpc": "2.0", "id": message["id"],
                                  "error": {"code": -32602, "message": "bad q"}})
@@ -191,8 +193,8 @@ def raw_upstream_app() -> Starlette:
 
 
 def test_the_forwarders_answers_are_the_doors_answers(peer: str) -> None:
-    names = ["peer_hello", *(f"raw_{name}" for name in [*RAW_RESULTS, "rpc_error", "rpc_invalid_params"]),
-             "gone_hello"]
+    raw_names = [*RAW_RESULTS, "rpc_error", "rpc_invalid_params", "rpc_bad_code"]
+    names = ["peer_hello", *(f"raw_{name}" for name in raw_names), "gone_hello"]
     versions = [None, "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
     with serve_app(raw_upstream_app()) as raw:
         servers = {"peer": {"url": peer, "prefix": "peer"}, "raw": {"url": f"{raw}/mcp", "prefix": "raw"},
@@ -219,4 +221,6 @@ def test_the_forwarders_answers_are_the_doors_answers(peer: str) -> None:
                 by_fast, by_sdk = ((a.status_code, a.headers["content-type"], a.json()) for a in answers)
                 assert by_fast == by_sdk, (headers, message)
                 assert "vendorField" not in str(by_fast)  # both shape results for the client's version
+                if message["params"]["name"] == "raw_rpc_bad_code":  # an error without an integer code
+                    assert by_fast[2]["error"] == {"code": -32603, "message": "5"}
             assert by_fast[0] == 400 and by_fast[2]["error"]["code"] == -32020  # the disagreeing header
