@@ -25,7 +25,8 @@ from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 
 REPO = Path(__file__).resolve().parents[2]
-LABEL = "agentbox-e2e"
+#: Set AGENTBOX_E2E_LABEL to give parallel runs on one engine their own leftovers to clean up.
+LABEL = os.environ.get("AGENTBOX_E2E_LABEL", "agentbox-e2e")
 #: Ports every agentbox container publishes (gateway, API mode, MCP mode).
 AGENTBOX_PORTS = (8091, 8080, 8081)
 READY_TIMEOUT = 90.0
