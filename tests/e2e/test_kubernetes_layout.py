@@ -26,6 +26,7 @@ pytestmark = pytest.mark.docker
 SECRETS = {"AIO_API_KEY": "k8s-gateway-key-51c0", "AICODEBOX_MCP_MODE_TOKEN": "k8s-mcp-token-9e4a"}
 NAMESPACE = "agents"
 HEALTHY_TIMEOUT = 60.0
+BROWSER_TIMEOUT = 30.0
 
 
 @dataclass
@@ -128,9 +129,13 @@ def test_gateway_mcp_answers_behind_the_secrets_key(pod: Pod) -> None:
 def test_the_browser_runs_on_the_read_only_root(pod: Pod) -> None:
     if not pod.browser:
         pytest.skip("the code-only template starts no browser")
-    navigated = call_tool(
-        pod.gateway(), "browser_navigate", {"url": "data:text/html,<h1>agentbox on k8s</h1>"}, headers=GATEWAY_AUTH
-    )
+    # The page tools come up a second or two after /health (the readiness probe) does.
+    deadline = time.monotonic() + BROWSER_TIMEOUT
+    page = {"url": "data:text/html,<h1>agentbox on k8s</h1>"}
+    navigated = call_tool(pod.gateway(), "browser_navigate", page, headers=GATEWAY_AUTH)
+    while navigated["isError"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+        navigated = call_tool(pod.gateway(), "browser_navigate", page, headers=GATEWAY_AUTH)
     assert navigated["isError"] is False, navigated
     shot = call_tool(pod.gateway(), "browser_gui_screenshot", {}, headers=GATEWAY_AUTH)
     assert shot["isError"] is False and shot["content"][0]["type"] == "image"
