@@ -33,12 +33,14 @@ def pod_layout(
     *,
     name: str,
     namespace: str,
+    pod_ip: str,
     secrets: Mapping[str, str],
     claim_volumes: Mapping[str, str],
     labels: Mapping[str, str],
 ) -> PodLayout:
-    """The docker run of ``sandbox_template``'s pod named ``name``; ``claim_volumes`` maps each
-    volumeClaimTemplate to the Docker volume standing in for its PVC."""
+    """The docker run of ``sandbox_template``'s pod named ``name`` (``pod_ip`` is what the downward API would
+    say; Docker assigns the real address later); ``claim_volumes`` maps each volumeClaimTemplate to the
+    Docker volume standing in for its PVC."""
     spec = pod_spec(sandbox_template)
     box = container(sandbox_template)
     pod_security, security = spec.get("securityContext", {}), box.get("securityContext", {})
@@ -55,7 +57,11 @@ def pod_layout(
         "cap_drop": security.get("capabilities", {}).get("drop", []),
         "cap_add": security.get("capabilities", {}).get("add", []),
         "security_opt": ["no-new-privileges"] if security.get("allowPrivilegeEscalation") is False else [],
-        "environment": _environment(box.get("env", []), name=name, namespace=namespace, secrets=secrets),
+        "environment": _environment(
+            box.get("env", []),
+            secrets=secrets,
+            fields={"metadata.name": name, "metadata.namespace": namespace, "status.podIP": pod_ip},
+        ),
         "ports": {f"{port}/tcp": ("127.0.0.1", None) for port in ports.values()},
         "healthcheck": _healthcheck(box["livenessProbe"], ports),
         **_resources(box["resources"]),
@@ -69,10 +75,10 @@ def _port(port: int | str, ports: Mapping[str, int]) -> int:
     return ports[port] if isinstance(port, str) else port
 
 
-def _environment(env: list[dict[str, Any]], *, name: str, namespace: str, secrets: Mapping[str, str]) -> dict[str, str]:
+def _environment(env: list[dict[str, Any]], *, secrets: Mapping[str, str], fields: Mapping[str, str]) -> dict[str, str]:
     """The container's environment as the kubelet builds it: in order, each ``$(VAR)`` replaced by an
-    earlier variable (left as written when there is none), an optional Secret key that is absent left out."""
-    fields = {"metadata.name": name, "metadata.namespace": namespace}
+    earlier variable (left as written when there is none), an optional Secret key that is absent left out,
+    a downward-API field by its path."""
     resolved: dict[str, str] = {}
     for var in env:
         source = var.get("valueFrom")

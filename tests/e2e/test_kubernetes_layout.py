@@ -25,6 +25,7 @@ pytestmark = pytest.mark.docker
 
 SECRETS = {"AIO_API_KEY": "k8s-gateway-key-51c0", "AICODEBOX_MCP_MODE_TOKEN": "k8s-mcp-token-9e4a"}
 NAMESPACE = "agents"
+POD_IP = "10.244.3.17"
 HEALTHY_TIMEOUT = 60.0
 BROWSER_TIMEOUT = 30.0
 
@@ -61,6 +62,7 @@ def pod(request: pytest.FixtureRequest, docker_client: docker.DockerClient, agen
         template(request.param),
         name=name,
         namespace=NAMESPACE,
+        pod_ip=POD_IP,
         secrets=SECRETS,
         claim_volumes={"workspace": workspace.name},
         labels={LABEL: "1"},
@@ -141,11 +143,12 @@ def test_the_browser_runs_on_the_read_only_root(pod: Pod) -> None:
     assert shot["isError"] is False and shot["content"][0]["type"] == "image"
 
 
-def test_mcp_mode_answers_by_loopback_and_by_its_headless_service_name(pod: Pod) -> None:
+def test_mcp_mode_answers_by_loopback_its_headless_service_name_and_pod_ip(pod: Pod) -> None:
     url = pod.box.url(pod.layout.ports["mcp-mode"], "/mcp")
     assert mcp_post(url, "tools/list").status_code == 401
     service = f"{pod.name}.{NAMESPACE}.svc.cluster.local:{pod.layout.ports['mcp-mode']}"
-    for host in (None, service, f"{pod.name}:{pod.layout.ports['mcp-mode']}"):
+    port = pod.layout.ports["mcp-mode"]
+    for host in (None, service, f"{pod.name}:{port}", f"{POD_IP}:{port}"):
         headers = {**MCP_AUTH, **({"Host": host} if host else {})}
         tools = mcp_payload(mcp_post(url, "tools/list", headers=headers))["result"]["tools"]
         assert {tool["name"] for tool in tools} == MCP_MODE_TOOLS, host
