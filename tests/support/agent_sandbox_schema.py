@@ -5,7 +5,7 @@ Written for these tests, field by field, from the CRDs' openAPIV3Schema in kuber
 commit 2fd412d55ecae90861a101a5424a75473de97c36 (v0.5.6-12), files
 k8s/crds/extensions.agents.x-k8s.io_sandboxtemplates.yaml, ..._sandboxwarmpools.yaml and
 ..._sandboxclaims.yaml, and the Go types in extensions/api/v1beta1/ (no PyPI package ships the CRDs, the
-k8s-agent-sandbox client included). Every ``spec`` field of those versions is listed with its type, enum,
+k8s-agent-sandbox client included). Every ``spec`` field of that version is listed with its type, enum,
 minimum and required-ness; an unknown field is an error here, as the API server's strict field validation
 makes it one. Where the CRD embeds a Kubernetes type (the PodSpec, a PersistentVolumeClaimSpec, NetworkPolicy
 rules) the schema says ``object`` and the tests check that part against the Kubernetes API types instead.
