@@ -1,0 +1,169 @@
+"""The image runs the way deploy/kubernetes/ runs it: each SandboxTemplate's pod (with the browser, and
+code-only with DISABLE_BROWSER=true) started by docker-py with the arguments read from the manifest (see
+pod_to_docker.py): uid 1000 on a read-only root with only the workspace volume and the emptyDirs writable,
+no capabilities, no privilege escalation, the memory and CPU limits, the keys from the Secret and the probes.
+The readiness probe's URL answers, the liveness probe makes the container healthy, /mcp answers on the
+gateway and in MCP mode (also by the pod's headless Service name), and every program stays up."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import docker
+import pytest
+
+from tests.support.jsonrpc import call_tool, tool_json
+from tests.support.kubernetes_manifests import TEMPLATES, template
+
+from .dockerbox import LABEL, Box, mcp_payload, mcp_post, unique
+from .pod_to_docker import PodLayout, pod_layout
+from .test_image_mcp_mode import MCP_MODE_TOOLS
+
+pytestmark = pytest.mark.docker
+
+SECRETS = {"AIO_API_KEY": "k8s-gateway-key-51c0", "AICODEBOX_MCP_MODE_TOKEN": "k8s-mcp-token-9e4a"}
+NAMESPACE = "agents"
+POD_IP = "10.244.3.17"
+HEALTHY_TIMEOUT = 60.0
+BROWSER_TIMEOUT = 30.0
+
+
+@dataclass
+class Pod:
+    name: str
+    template: str
+    layout: PodLayout
+    box: Box
+
+    @property
+    def browser(self) -> bool:
+        return self.layout.run_args["environment"].get("DISABLE_BROWSER") != "true"
+
+    def gateway(self) -> str:
+        return self.box.url(self.layout.ports["gateway"], "/mcp")
+
+    def bash(self, cmd: str) -> dict:
+        result = call_tool(self.gateway(), "sandbox_execute_bash", {"cmd": cmd}, headers=GATEWAY_AUTH)
+        return tool_json(result)
+
+
+GATEWAY_AUTH = {"Authorization": f"Bearer {SECRETS['AIO_API_KEY']}"}
+MCP_AUTH = {"Authorization": f"Bearer {SECRETS['AICODEBOX_MCP_MODE_TOKEN']}"}
+
+
+@pytest.fixture(scope="module", params=TEMPLATES)
+def pod(request: pytest.FixtureRequest, docker_client: docker.DockerClient, agentbox_image: str) -> Iterator[Pod]:
+    """The template's pod as a container, ready the way its readiness probe says."""
+    name = unique(request.param)
+    workspace = docker_client.volumes.create(f"workspace-{name}", labels={LABEL: "1"})
+    layout = pod_layout(
+        template(request.param),
+        name=name,
+        namespace=NAMESPACE,
+        pod_ip=POD_IP,
+        secrets=SECRETS,
+        claim_volumes={"workspace": workspace.name},
+        labels={LABEL: "1"},
+    )
+    box = Box(docker_client.containers.run(agentbox_image, **layout.run_args), tuple(layout.ports.values()))
+    try:
+        box.refresh_ports()
+        box.wait_http(*layout.readiness)
+        yield Pod(name, request.param, layout, box)
+    finally:
+        box.remove()
+        workspace.remove(force=True)
+
+
+def test_the_liveness_probe_makes_the_container_healthy(pod: Pod) -> None:
+    deadline = time.monotonic() + HEALTHY_TIMEOUT
+    status = "none"
+    while time.monotonic() < deadline:
+        pod.box.container.reload()
+        status = pod.box.container.attrs["State"]["Health"]["Status"]
+        if status == "healthy":
+            break
+        time.sleep(1)
+    assert status == "healthy", pod.box.logs()
+
+
+def test_the_container_has_the_templates_constraints(pod: Pod) -> None:
+    pod.box.container.reload()
+    host = pod.box.container.attrs["HostConfig"]
+    assert host["ReadonlyRootfs"] is True
+    assert host["CapDrop"] == ["ALL"] and host["SecurityOpt"] == ["no-new-privileges"]
+    assert host["Memory"] == pod.layout.run_args["mem_limit"] and host["NanoCpus"] > 0
+    assert pod.box.container.attrs["Config"]["User"] == "1000:1000"
+
+
+def test_sandbox_commands_write_only_where_the_template_mounts(pod: Pod) -> None:
+    done = pod.bash(
+        "id -u; id -G; touch /etc/probe /opt/probe 2>&1; "
+        "echo w > /workspace/w && echo t > /tmp/t && echo h > ~/h && cat /workspace/w /tmp/t ~/h; "
+        "test -f ~/.profile && test -d ~/skills && echo seeded"
+    )
+    lines = done["output"].split("\n")
+    assert lines[0] == "1000" and "1000" in lines[1].split()
+    assert lines[2:4] == [
+        "touch: cannot touch '/etc/probe': Read-only file system",
+        "touch: cannot touch '/opt/probe': Read-only file system",
+    ]
+    assert lines[4:8] == ["w", "t", "h", "seeded"], done
+
+
+def test_gateway_mcp_answers_behind_the_secrets_key(pod: Pod) -> None:
+    assert mcp_post(pod.gateway(), "tools/list").status_code == 401
+    names = [
+        tool["name"]
+        for tool in mcp_payload(mcp_post(pod.gateway(), "tools/list", headers=GATEWAY_AUTH))["result"]["tools"]
+    ]
+    assert names[0] == "sandbox_execute_bash"
+    assert ("browser_navigate" in names) is pod.browser
+    for language, code, printed in (("python", "print(6 * 7)", "42"), ("javascript", "console.log(6 * 7)", "42")):
+        result = call_tool(
+            pod.gateway(), "sandbox_execute_code", {"code": code, "language": language}, headers=GATEWAY_AUTH
+        )
+        assert result["isError"] is False and printed in str(result["content"]), result
+
+
+def test_the_browser_runs_on_the_read_only_root(pod: Pod) -> None:
+    if not pod.browser:
+        pytest.skip("the code-only template starts no browser")
+    # The page tools come up a second or two after /health (the readiness probe) does.
+    deadline = time.monotonic() + BROWSER_TIMEOUT
+    page = {"url": "data:text/html,<h1>agentbox on k8s</h1>"}
+    navigated = call_tool(pod.gateway(), "browser_navigate", page, headers=GATEWAY_AUTH)
+    while navigated["isError"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+        navigated = call_tool(pod.gateway(), "browser_navigate", page, headers=GATEWAY_AUTH)
+    assert navigated["isError"] is False, navigated
+    shot = call_tool(pod.gateway(), "browser_gui_screenshot", {}, headers=GATEWAY_AUTH)
+    assert shot["isError"] is False and shot["content"][0]["type"] == "image"
+
+
+def test_mcp_mode_answers_by_loopback_its_headless_service_name_and_pod_ip(pod: Pod) -> None:
+    url = pod.box.url(pod.layout.ports["mcp-mode"], "/mcp")
+    assert mcp_post(url, "tools/list").status_code == 401
+    service = f"{pod.name}.{NAMESPACE}.svc.cluster.local:{pod.layout.ports['mcp-mode']}"
+    port = pod.layout.ports["mcp-mode"]
+    for host in (None, service, f"{pod.name}:{port}", f"{POD_IP}:{port}"):
+        headers = {**MCP_AUTH, **({"Host": host} if host else {})}
+        tools = mcp_payload(mcp_post(url, "tools/list", headers=headers))["result"]["tools"]
+        assert {tool["name"] for tool in tools} == MCP_MODE_TOOLS, host
+    foreign = mcp_post(url, "tools/list", headers={**MCP_AUTH, "Host": "agent.example.test:8081"})
+    assert foreign.status_code == 421
+
+
+def test_every_program_stays_up_and_none_hits_the_read_only_root(pod: Pod) -> None:
+    expected = {
+        "gateway": "RUNNING",
+        "mcp-mode": "RUNNING",
+        "agent-api": "STOPPED",
+        "browser": "RUNNING" if pod.browser else "STOPPED",
+    }
+    _, output = pod.box.exec("supervisorctl status", user="")
+    states = {line.split()[0]: line.split()[1] for line in output.splitlines() if len(line.split()) > 1}
+    assert states == expected, output
+    assert "Read-only file system" not in pod.box.logs(tail=2000)
