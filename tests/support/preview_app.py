@@ -8,7 +8,7 @@ Standard library only (it runs with the sandbox's bare ``python3`` too):
 - ``/redirect`` (302 to ``/landing?from=redirect``), ``/redirect-absolute`` (to ``http://127.0.0.1:P/landing``)
 - under ``/absproxy/P/`` too, as an app built with that base path (its redirects keep the base)
 - ``/sse``: one event, then after ``?pause=`` seconds (default 2) a second one, chunked
-- ``/download?bytes=N``: N bytes streamed in chunks (never held whole)
+- ``/download?bytes=N[&framing=length]``: N bytes streamed chunked (or after a Content-Length), never held whole
 - ``/hang``: answers nothing for a minute
 - ``/cookie``: sets ``agentbox_session`` (the gateway's reserved name) and ``app_cookie``
 - ``/ws``: WebSocket echo, choosing the first subprotocol offered
@@ -32,6 +32,9 @@ WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    #: Headers and body leave in one write (and small writes are not held back), as in real servers.
+    wbufsize = 64 * 1024
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -100,12 +103,20 @@ class Handler(BaseHTTPRequestHandler):
         elif route == "/download":
             remaining = int(query.get("bytes", ["0"])[0])
             block = bytes(range(256)) * (CHUNK // 256)
-            self._chunked_start("application/octet-stream")
+            chunked = query.get("framing", ["chunked"])[0] == "chunked"
+            if chunked:
+                self._chunked_start("application/octet-stream")
+            else:  # a file download: Content-Length, then the bytes
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(remaining))
+                self.end_headers()
             while remaining > 0:
                 piece = block[: min(CHUNK, remaining)]
-                self._chunk(piece)
+                self._chunk(piece) if chunked else self.wfile.write(piece)
                 remaining -= len(piece)
-            self._chunk(b"")
+            if chunked:
+                self._chunk(b"")
         elif route == "/hang":
             time.sleep(60)
             self.close_connection = True

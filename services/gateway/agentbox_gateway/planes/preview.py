@@ -25,6 +25,9 @@ from ..settings import GatewaySettings
 SESSION_COOKIE = "agentbox_session"
 #: Loopback connects either succeed at once or are refused; anything longer is a stuck sandbox.
 CONNECT_TIMEOUT = 5.0
+#: How much of an app's answer is read ahead per connection (reading pauses beyond twice this):
+#: large enough that a download moves in few, big pieces, small enough to keep memory flat.
+READ_BUFFER = 256 * 1024
 #: Apps are tried on IPv4 loopback first, then IPv6 (dev servers bound to ``localhost`` may be ::1 only).
 _LOOPBACKS = ("127.0.0.1", "[::1]")
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -235,6 +238,7 @@ class PreviewPlane:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0, limit_per_host=0, force_close=False),
                 auto_decompress=False,
+                read_bufsize=READ_BUFFER,
                 trust_env=False,
                 skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT),
