@@ -241,7 +241,10 @@ def test_app_on_ipv6_loopback_only() -> None:
             ready_url=f"http://127.0.0.1:{gateway_port}/health",
         ),
     ):
-        answer = echo(httpx.get(f"http://127.0.0.1:{gateway_port}/proxy/{port}/v6"))
+        base = f"http://127.0.0.1:{gateway_port}/proxy/{port}"
+        posted = echo(httpx.post(f"{base}/v6", content=b"first a POST"))  # its body is not lost on the retry
+        answer = echo(httpx.get(f"{base}/v6"))
+    assert posted["body_sha256"] == hashlib.sha256(b"first a POST").hexdigest()
     assert answer["path"] == "/v6"
 
 

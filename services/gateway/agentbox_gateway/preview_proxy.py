@@ -112,7 +112,7 @@ class PreviewDoor:
         forwarded = request_headers(scope["headers"], caller, target, self.plane.key)
         try:
             answer = await self.plane.open(
-                scope["method"], target, forwarded, body() if has_body else None, caller.prefix
+                scope["method"], target, forwarded, body if has_body else None, caller.prefix
             )
         except PreviewError as exc:
             await send_json(send, exc.status, _envelope(str(exc)))

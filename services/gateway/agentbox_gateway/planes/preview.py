@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
@@ -34,6 +34,7 @@ _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 _HOP_BY_HOP = frozenset(
     {
         b"connection",
+        b"expect",
         b"keep-alive",
         b"proxy-authenticate",
         b"proxy-authorization",
@@ -81,6 +82,10 @@ class OwnPort(PreviewError):
     status = 400
 
 
+class InvalidPath(PreviewError):
+    status = 400
+
+
 class AppUnreachable(PreviewError):
     status = 502
 
@@ -122,7 +127,10 @@ class AppResponse:
 
     def release(self) -> None:
         """Hand the connection back to the pool (or close it when the body was not read to the end)."""
-        self._response.release() if self._response.content.at_eof() else self._response.close()
+        if self._response.content.at_eof():
+            self._response.release()
+        else:
+            self._response.close()
 
 
 def parse_port(text: str, own_ports: Iterable[int]) -> int:
@@ -232,11 +240,13 @@ class PreviewPlane:
         self.timeout = settings.proxy_timeout
         self.key = settings.api_key
         self._session: aiohttp.ClientSession | None = None
+        #: The loopback address each port last answered on, tried first next time.
+        self._answered_on: dict[int, str] = {}
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, limit_per_host=0, force_close=False),
+                connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
                 auto_decompress=False,
                 read_bufsize=READ_BUFFER,
                 trust_env=False,
@@ -251,37 +261,43 @@ class PreviewPlane:
             await self._session.close()
             self._session = None
 
-    def _url(self, host: str, target: Target, websocket: bool = False) -> URL:
+    def _urls(self, target: Target, websocket: bool = False) -> list[tuple[str, URL]]:
+        """The app's URL on each loopback address, the one it last answered on first."""
         scheme = "ws" if websocket else "http"
         query = without_key(target.query, self.key)
-        raw = f"{scheme}://{host}:{target.port}{target.path.decode('latin-1')}"
-        return URL(raw + (f"?{query.decode('latin-1')}" if query else ""), encoded=True)
+        tail = target.path.decode("latin-1") + (f"?{query.decode('latin-1')}" if query else "")
+        known = self._answered_on.get(target.port)
+        hosts = sorted(_LOOPBACKS, key=lambda host: host != known)
+        try:
+            return [(host, URL(f"{scheme}://{host}:{target.port}{tail}", encoded=True)) for host in hosts]
+        except ValueError as exc:
+            raise InvalidPath(f"Invalid path for the app on port {target.port}: {exc}") from None
 
     async def open(
         self,
         method: str,
         target: Target,
         headers: list[tuple[str, str]],
-        body: AsyncIterable[bytes] | None,
+        body: Callable[[], AsyncIterable[bytes]] | None,
         outer_prefix: str,
     ) -> AppResponse:
-        """Send the request to the app and wait (at most ``AIO_PROXY_TIMEOUT``) for its headers."""
+        """Send the request to the app and wait (at most ``AIO_PROXY_TIMEOUT``) for its headers.
+        ``body`` makes the request body's iterator; it is made again only when no connection
+        could be opened, so nothing of it was read yet."""
         last: Exception | None = None
-        for host in _LOOPBACKS:
+        for host, url in self._urls(target):
             try:
                 async with asyncio.timeout(self.timeout):
                     response = await self._client().request(
                         method,
-                        self._url(host, target),
+                        url,
                         headers=headers,
-                        data=body,
+                        data=body() if body else None,
                         allow_redirects=False,
                         compress=None,
                     )
             except aiohttp.ClientConnectorError as exc:
                 last = exc
-                if body is not None:
-                    break  # the body may be partly consumed: do not send it again
                 continue
             except TimeoutError:
                 raise AppTimeout(
@@ -289,6 +305,7 @@ class PreviewPlane:
                 ) from None
             except aiohttp.ClientError as exc:
                 raise AppUnreachable(f"The app on port {target.port} failed: {type(exc).__name__}: {exc}") from exc
+            self._answered_on[target.port] = host
             return AppResponse(
                 response.status,
                 response_headers(response.raw_headers, target, outer_prefix),
@@ -302,11 +319,11 @@ class PreviewPlane:
     ) -> aiohttp.ClientWebSocketResponse:
         """Open the app's WebSocket, offering the caller's subprotocols (``.protocol`` is the chosen one)."""
         last: Exception | None = None
-        for host in _LOOPBACKS:
+        for host, url in self._urls(target, websocket=True):
             try:
                 async with asyncio.timeout(self.timeout):
-                    return await self._client().ws_connect(
-                        self._url(host, target, websocket=True),
+                    socket = await self._client().ws_connect(
+                        url,
                         protocols=protocols,
                         headers=headers,
                         max_msg_size=0,
@@ -319,10 +336,13 @@ class PreviewPlane:
                 ) from exc
             except aiohttp.ClientConnectorError as exc:
                 last = exc
+                continue
             except TimeoutError:
                 raise AppTimeout(
                     f"The app on port {target.port} did not accept the WebSocket within {self.timeout:g}s"
                 ) from None
             except aiohttp.ClientError as exc:
                 raise AppUnreachable(f"The app on port {target.port} failed: {type(exc).__name__}: {exc}") from exc
+            self._answered_on[target.port] = host
+            return socket
         raise AppUnreachable(_NOTHING_THERE.format(port=target.port)) from last
