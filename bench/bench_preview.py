@@ -28,8 +28,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._harness import BIN, interleaved, listening, percentile
+from tests.support.preview import APP, memory_kib
 
-APP = str(Path(__file__).resolve().parent.parent / "tests" / "support" / "preview_app.py")
 MIB = 1024 * 1024
 PROXIED = "through /proxy/{port}/"
 #: ``length``: a file download with ``Content-Length``; ``chunked``: a stream of unknown length.
@@ -37,8 +37,7 @@ FRAMINGS = ("length", "chunked")
 
 
 def memory_mib(pid: int) -> dict[str, float]:
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return {name: int(fields[name].split()[0]) / 1024 for name in ("VmRSS", "VmHWM")}
+    return {name: kib / 1024 for name, kib in memory_kib(Path(f"/proc/{pid}/status").read_text()).items()}
 
 
 async def download(session: aiohttp.ClientSession, url: str, size: int) -> float:
@@ -72,7 +71,7 @@ def main() -> None:
     parser.add_argument("--mib", type=int, default=100, help="size of one download")
     args = parser.parse_args()
 
-    app_cmd = [sys.executable, APP]
+    app_cmd = [sys.executable, str(APP)]
     aiod = [os.path.join(BIN, "aiod"), "start"]
     with listening(app_cmd, "/ready") as (app, _), listening(aiod) as (gateway, gateway_process):
         port = app.rsplit(":", 1)[1]

@@ -8,20 +8,20 @@ import hashlib
 import json
 import os
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 from websockets.sync.client import connect
 
 from tests.support.jsonrpc import call_tool, tool_json, tool_text
+from tests.support.preview import APP, echo, memory_kib
 
 from .conftest import API_KEY
 from .dockerbox import Box
 
 pytestmark = pytest.mark.docker
 
-APP_SOURCE = (Path(__file__).resolve().parents[1] / "support" / "preview_app.py").read_text()
+APP_SOURCE = APP.read_text()
 APP_PORT = 8770
 MIB = 1024 * 1024
 
@@ -55,18 +55,10 @@ def app(box: Box) -> int:
     return APP_PORT
 
 
-def echo(response: httpx.Response) -> dict:
-    assert response.status_code == 200, response.text
-    answer = response.json()
-    answer["headers"] = dict(answer["headers"])
-    return answer
-
-
 def gateway_memory_kib(box: Box) -> dict[str, int]:
     code, status = box.exec(f"cat /proc/{box.program_pid('gateway')}/status")
     assert code == 0, status
-    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-    return {name: int(fields[name].split()[0]) for name in ("VmRSS", "VmHWM")}
+    return memory_kib(status)
 
 
 def test_app_opened_through_proxy_and_absproxy(box: Box, app: int, auth: dict[str, str]) -> None:

@@ -19,11 +19,11 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from tests.support.jsonrpc import call_tool, tool_json
+from tests.support.preview import APP, echo, memory_kib
 from tests.support.servers import console_script, free_port, run_command
 
 KEY = "preview-proxy-key-5e1d"
 AUTH = {"Authorization": f"Bearer {KEY}"}
-APP = str(Path(__file__).resolve().parents[1] / "support" / "preview_app.py")
 MIB = 1024 * 1024
 
 
@@ -31,7 +31,7 @@ MIB = 1024 * 1024
 def app_process(host: str = "127.0.0.1") -> Iterator[int]:
     port = free_port()
     ready = f"http://{'[::1]' if host == '::1' else host}:{port}/ready"
-    with run_command([sys.executable, APP, "--port", str(port), "--host", host], ready_url=ready):
+    with run_command([sys.executable, str(APP), "--port", str(port), "--host", host], ready_url=ready):
         yield port
 
 
@@ -56,16 +56,8 @@ def url(gateway: tuple[str, int]) -> str:
     return gateway[0]
 
 
-def echo(response: httpx.Response) -> dict:
-    assert response.status_code == 200, response.text
-    answer = response.json()
-    answer["headers"] = dict(answer["headers"])
-    return answer
-
-
-def memory_kib(pid: int) -> dict[str, int]:
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return {name: int(fields[name].split()[0]) for name in ("VmRSS", "VmHWM")}
+def gateway_memory_kib(pid: int) -> dict[str, int]:
+    return memory_kib(Path(f"/proc/{pid}/status").read_text())
 
 
 def test_prefix_is_stripped_and_forwarded_headers_are_set(url: str, app_port: int) -> None:
@@ -226,24 +218,16 @@ def test_keep_alive_connections_to_the_app_are_reused(url: str, app_port: int) -
     assert len(peers) == 1
 
 
-def test_app_on_ipv6_loopback_only() -> None:
+def test_app_on_ipv6_loopback_only(url: str) -> None:
     with socket.socket(socket.AF_INET6) as probe:
         try:
             probe.bind(("::1", 0))
         except OSError:
             pytest.skip("no IPv6 loopback here")
-    port = free_port()
-    gateway_port = free_port()
-    with (
-        run_command([sys.executable, APP, "--port", str(port), "--host", "::1"], ready_url=f"http://[::1]:{port}/r"),
-        run_command(
-            [console_script("aiod"), "start", "--port", str(gateway_port)],
-            ready_url=f"http://127.0.0.1:{gateway_port}/health",
-        ),
-    ):
-        base = f"http://127.0.0.1:{gateway_port}/proxy/{port}"
-        posted = echo(httpx.post(f"{base}/v6", content=b"first a POST"))  # its body is not lost on the retry
-        answer = echo(httpx.get(f"{base}/v6"))
+    with app_process("::1") as port:
+        base = f"{url}/proxy/{port}"
+        posted = echo(httpx.post(f"{base}/v6", content=b"first a POST", headers=AUTH))  # not lost on the retry
+        answer = echo(httpx.get(f"{base}/v6", headers=AUTH))
     assert posted["body_sha256"] == hashlib.sha256(b"first a POST").hexdigest()
     assert answer["path"] == "/v6"
 
@@ -252,13 +236,13 @@ def test_large_download_is_streamed_without_growing_the_gateway(gateway: tuple[s
     url, pid = gateway
     size = 256 * MIB
     httpx.get(f"{url}/proxy/{app_port}/download?bytes={MIB}", headers=AUTH).raise_for_status()  # warm
-    before = memory_kib(pid)
+    before = gateway_memory_kib(pid)
     received = 0
     with httpx.stream("GET", f"{url}/proxy/{app_port}/download?bytes={size}", headers=AUTH, timeout=60) as response:
         assert response.status_code == 200
         for chunk in response.iter_raw():
             received += len(chunk)
-    after = memory_kib(pid)
+    after = gateway_memory_kib(pid)
     assert received == size
     growth_mib = (after["VmHWM"] - before["VmHWM"]) / 1024
     assert growth_mib < 24, (before, after)
