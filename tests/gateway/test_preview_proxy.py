@@ -249,6 +249,23 @@ def test_large_download_is_streamed_without_growing_the_gateway(gateway: tuple[s
     assert (after["VmRSS"] - before["VmRSS"]) / 1024 < 24, (before, after)
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_caller_that_leaves_stops_the_transfer(gateway: tuple[str, int], app_port: int) -> None:
+    url, pid = gateway
+    with httpx.stream("GET", f"{url}/proxy/{app_port}/download?bytes={8 * 1024 * MIB}", headers=AUTH) as response:
+        for _ in zip(range(8), response.iter_raw(), strict=False):
+            pass
+    time.sleep(0.5)  # the gateway notices the closed connection
+    before = cpu_seconds(pid)
+    time.sleep(2)
+    assert cpu_seconds(pid) - before < 0.3  # not still pulling 8 GiB from the app into nowhere
+    assert echo(httpx.get(f"{url}/proxy/{app_port}/still", headers=AUTH))["path"] == "/still"
+
+
 def test_context_lists_listening_ports_with_preview_urls(url: str, app_port: int) -> None:
     forwarded = {**AUTH, "X-Forwarded-Proto": "https", "X-Forwarded-Host": "box.example"}
     system = httpx.get(f"{url}/v1/sandbox", headers=forwarded).json()["detail"]["system"]
