@@ -121,12 +121,12 @@ class PreviewDoor:
             return
         try:
             await send({"type": "http.response.start", "status": answer.status, "headers": answer.headers})
+            if answer.arrived or not body_read:  # nothing left to wait for, or receive() still feeds the body
+                await _send_body(answer.body, send)
+                return
             async with anyio.create_task_group() as group:
-                if body_read:
-                    group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
-                async for chunk in answer.body:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                await send({"type": "http.response.body", "body": b""})
+                group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
+                await _send_body(answer.body, send)
                 group.cancel_scope.cancel()
         except (aiohttp.ClientError, OSError) as exc:
             # Headers are out: the caller sees a cut-off answer (the server closes the connection).
@@ -178,6 +178,12 @@ class PreviewDoor:
         finally:
             with anyio.CancelScope(shield=True):
                 await upstream.close()
+
+
+async def _send_body(body: AsyncIterator[bytes], send: Send) -> None:
+    async for chunk in body:
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:

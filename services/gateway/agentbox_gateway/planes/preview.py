@@ -125,6 +125,11 @@ class AppResponse:
     body: AsyncIterator[bytes]
     _response: aiohttp.ClientResponse
 
+    @property
+    def arrived(self) -> bool:
+        """The whole body is already here (a small answer): sending it on needs no waiting."""
+        return self._response.content.is_eof()
+
     def release(self) -> None:
         """Hand the connection back to the pool (or close it when the body was not read to the end)."""
         if self._response.content.at_eof():
