@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import aiohttp
 from yarl import URL
 
 from ..settings import GatewaySettings
+
+T = TypeVar("T")
 
 #: The gateway's own cookie name (reserved for its browser session): never sent to an app, and an
 #: app's ``Set-Cookie`` of that name is dropped so it cannot overwrite it.
@@ -75,15 +78,15 @@ class PreviewError(Exception):
 
 
 class InvalidPort(PreviewError):
-    status = 400
+    """Not a number in 1-65535."""
 
 
 class OwnPort(PreviewError):
-    status = 400
+    """The gateway's own port: proxying it would loop."""
 
 
 class InvalidPath(PreviewError):
-    status = 400
+    """A path that makes no URL."""
 
 
 class AppUnreachable(PreviewError):
@@ -278,6 +281,31 @@ class PreviewPlane:
         except ValueError as exc:
             raise InvalidPath(f"Invalid path for the app on port {target.port}: {exc}") from None
 
+    async def _reach(self, target: Target, websocket: bool, attempt: Callable[[URL], Awaitable[T]], waiting: str) -> T:
+        """``attempt`` on the app's loopback addresses in turn until one takes the connection,
+        bounded by ``AIO_PROXY_TIMEOUT``; failures as :class:`PreviewError`."""
+        last: Exception | None = None
+        for host, url in self._urls(target, websocket):
+            try:
+                async with asyncio.timeout(self.timeout):
+                    result = await attempt(url)
+            except aiohttp.ClientConnectorError as exc:  # nothing on this address: try the next
+                last = exc
+                continue
+            except TimeoutError:
+                raise AppTimeout(
+                    f"The app on port {target.port} did not {waiting} within {self.timeout:g}s (AIO_PROXY_TIMEOUT)"
+                ) from None
+            except aiohttp.WSServerHandshakeError as exc:
+                raise AppUnreachable(
+                    f"The app on port {target.port} refused the WebSocket upgrade (HTTP {exc.status})"
+                ) from exc
+            except aiohttp.ClientError as exc:
+                raise AppUnreachable(f"The app on port {target.port} failed: {type(exc).__name__}: {exc}") from exc
+            self._answered_on[target.port] = host
+            return result
+        raise AppUnreachable(_NOTHING_THERE.format(port=target.port)) from last
+
     async def open(
         self,
         method: str,
@@ -286,68 +314,34 @@ class PreviewPlane:
         body: Callable[[], AsyncIterable[bytes]] | None,
         outer_prefix: str,
     ) -> AppResponse:
-        """Send the request to the app and wait (at most ``AIO_PROXY_TIMEOUT``) for its headers.
-        ``body`` makes the request body's iterator; it is made again only when no connection
-        could be opened, so nothing of it was read yet."""
-        last: Exception | None = None
-        for host, url in self._urls(target):
-            try:
-                async with asyncio.timeout(self.timeout):
-                    response = await self._client().request(
-                        method,
-                        url,
-                        headers=headers,
-                        data=body() if body else None,
-                        allow_redirects=False,
-                        compress=None,
-                    )
-            except aiohttp.ClientConnectorError as exc:
-                last = exc
-                continue
-            except TimeoutError:
-                raise AppTimeout(
-                    f"The app on port {target.port} did not answer within {self.timeout:g}s (AIO_PROXY_TIMEOUT)"
-                ) from None
-            except aiohttp.ClientError as exc:
-                raise AppUnreachable(f"The app on port {target.port} failed: {type(exc).__name__}: {exc}") from exc
-            self._answered_on[target.port] = host
-            return AppResponse(
-                response.status,
-                response_headers(response.raw_headers, target, outer_prefix),
-                response.content.iter_any(),
-                response,
-            )
-        raise AppUnreachable(_NOTHING_THERE.format(port=target.port)) from last
+        """Send the request to the app and wait for its headers. ``body`` makes the request body's
+        iterator; it is made again only when no connection could be opened, so nothing was read yet."""
+
+        def send(url: URL) -> Awaitable[aiohttp.ClientResponse]:
+            data = body() if body else None
+            return self._client().request(method, url, headers=headers, data=data, allow_redirects=False, compress=None)
+
+        response = await self._reach(target, False, send, "answer")
+        return AppResponse(
+            response.status,
+            response_headers(response.raw_headers, target, outer_prefix),
+            response.content.iter_any(),
+            response,
+        )
 
     async def connect_socket(
         self, target: Target, headers: list[tuple[str, str]], protocols: list[str]
     ) -> aiohttp.ClientWebSocketResponse:
         """Open the app's WebSocket, offering the caller's subprotocols (``.protocol`` is the chosen one)."""
-        last: Exception | None = None
-        for host, url in self._urls(target, websocket=True):
-            try:
-                async with asyncio.timeout(self.timeout):
-                    socket = await self._client().ws_connect(
-                        url,
-                        protocols=protocols,
-                        headers=headers,
-                        max_msg_size=0,
-                        compress=0,
-                        timeout=aiohttp.ClientWSTimeout(ws_close=5.0),
-                    )
-            except aiohttp.WSServerHandshakeError as exc:
-                raise AppUnreachable(
-                    f"The app on port {target.port} refused the WebSocket upgrade (HTTP {exc.status})"
-                ) from exc
-            except aiohttp.ClientConnectorError as exc:
-                last = exc
-                continue
-            except TimeoutError:
-                raise AppTimeout(
-                    f"The app on port {target.port} did not accept the WebSocket within {self.timeout:g}s"
-                ) from None
-            except aiohttp.ClientError as exc:
-                raise AppUnreachable(f"The app on port {target.port} failed: {type(exc).__name__}: {exc}") from exc
-            self._answered_on[target.port] = host
-            return socket
-        raise AppUnreachable(_NOTHING_THERE.format(port=target.port)) from last
+
+        def upgrade(url: URL) -> Awaitable[aiohttp.ClientWebSocketResponse]:
+            return self._client().ws_connect(
+                url,
+                protocols=protocols,
+                headers=headers,
+                max_msg_size=0,
+                compress=0,
+                timeout=aiohttp.ClientWSTimeout(ws_close=5.0),
+            )
+
+        return await self._reach(target, True, upgrade, "accept the WebSocket")
