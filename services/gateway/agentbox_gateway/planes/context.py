@@ -1,6 +1,6 @@
-"""The context plane: what this sandbox is (OS, user, runtimes, occupied ports, tools), which packages
-its interpreters have, which skills it carries (``skills``), and which planes are up right now
-(``capabilities``).
+"""The context plane: what this sandbox is (OS, user, runtimes, occupied ports and their preview
+URLs, tools), which packages its interpreters have, which skills it carries (``skills``), and which
+planes are up right now (``capabilities``).
 
 Probes that start programs (runtime versions, tool lookup) are cached for a short while; everything
 blocking runs in a worker thread or as an asyncio subprocess, never on the event loop."""
@@ -114,7 +114,7 @@ class SandboxContext:
     runtimes: dict[str, list[dict[str, Any]]]
     utils: list[dict[str, Any]]
     workspace: str | None = None
-    #: ``[{port, url, absproxy_url}]``: the listening ports (but the gateway's) opened through it.
+    #: ``[{port, url, absproxy_url}]``: every listening port but the gateway's, opened through the gateway.
     previews: list[dict[str, Any]] = field(default_factory=list)
 
     def system(self) -> dict[str, Any]:
