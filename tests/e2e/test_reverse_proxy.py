@@ -6,12 +6,16 @@ agentbox on 127.0.0.1, AGENTBOX_UPSTREAM_HOST), and only 127.0.0.1-published por
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
+import socket
 from collections.abc import Iterator
 
 import docker
 import httpx
 import pytest
+from websockets.sync.client import connect
 
 from .conftest import MCP_TOKEN
 from .dockerbox import LABEL, REPO, Box, build_image, mcp_payload, mcp_post, running_box, unique
@@ -94,3 +98,34 @@ def test_the_proxy_sets_forwarded_headers(docker_client: docker.DockerClient, ag
             assert f"x-forwarded-host: {PUBLIC_HOST}" in echoed
             assert "x-forwarded-proto: http" in echoed
             assert "x-forwarded-for: " in echoed and "x-real-ip: " in echoed
+
+
+def test_previews_work_behind_the_proxy(docker_client: docker.DockerClient, agentbox_image: str,
+                                        proxy_image: str) -> None:
+    """An app in the sandbox opened through nginx at /proxy/{port}/: forwarded headers reach it, its
+    WebSocket is upgraded, and sandbox_get_context names the public preview URL."""
+    app = base64.b64encode((REPO / "tests/support/preview_app.py").read_bytes()).decode()
+    with running_box(docker_client, agentbox_image, {"DISABLE_BROWSER": "true"}, published=PUBLISHED) as box:
+        box.exec(f"echo {app} | base64 -d > /tmp/preview_app.py", user="sandbox")
+        box.exec("(setsid nohup python3 /tmp/preview_app.py --port 8770 >/dev/null 2>&1 &); "
+                 "for i in $(seq 100); do curl -fs -o /dev/null http://127.0.0.1:8770/ready && break; sleep 0.1; done",
+                 user="sandbox")
+        with start_proxy(docker_client, proxy_image, box):
+            public = {"Host": PUBLIC_HOST}
+            echoed = httpx.get(box.url(80, "/proxy/8770/page?x=1"), headers=public, timeout=10).json()
+            headers = dict(echoed["headers"])
+            assert echoed["path"] == "/page" and echoed["query"] == "x=1"
+            assert headers["x-forwarded-host"] == PUBLIC_HOST and headers["x-forwarded-prefix"] == "/proxy/8770"
+            redirect = httpx.get(box.url(80, "/proxy/8770/redirect"), headers=public, timeout=10)
+            assert redirect.headers["location"] == "/proxy/8770/landing?from=redirect"
+            nginx = socket.create_connection(("127.0.0.1", box.ports[80]), timeout=10)  # Host: the public name
+            ws_url = f"ws://{PUBLIC_HOST}/proxy/8770/ws"
+            with connect(ws_url, sock=nginx, subprotocols=["hmr"], open_timeout=10) as socket_:
+                assert socket_.subprotocol == "hmr"
+                socket_.send("ping")
+                assert socket_.recv(timeout=10) == "ping"
+            context = mcp_post(box.url(80, "/mcp"), "tools/call", {"name": "sandbox_get_context", "arguments": {}},
+                               headers=public)
+            info = json.loads(mcp_payload(context)["result"]["content"][0]["text"])
+            assert f"http://{PUBLIC_HOST}/proxy/8770/" in [entry["url"] for entry in info["previews"]]
+

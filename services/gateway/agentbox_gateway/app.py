@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from . import __version__, cdp_proxy
+from . import __version__, cdp_proxy, preview_proxy
 from .mcp_door import build_mcp_routes, build_mcp_server
 from .mcp_tools import builtin_tools
 from .mcp_tools.registry import ToolRegistry
@@ -47,6 +47,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
         Route("/health", health, methods=["GET"]),
         *mcp_routes,
         *cdp_proxy.routes(settings),
+        *preview_proxy.routes(planes.preview, settings),
         Mount("", app=rest_app),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

@@ -39,9 +39,9 @@ def _first(value: str | None) -> str:
     return (value or "").split(",")[0].strip()
 
 
-def public_base(headers: Mapping[str, str], scheme: str, fallback_host: str) -> str:
-    """``http(s)://host[:port][/prefix]``: how the caller reaches the gateway. Values that could
-    not be part of a URL's authority or path are ignored rather than echoed."""
+def public_address(headers: Mapping[str, str], scheme: str, fallback_host: str) -> tuple[str, str, str]:
+    """``(proto, host[:port], /prefix or "")``: how the caller reaches the gateway. Values that
+    could not be part of a URL's authority or path are ignored rather than echoed."""
     proto = _first(headers.get("x-forwarded-proto")).lower() or scheme
     proto = {"wss": "https", "ws": "http"}.get(proto, proto)
     if proto not in ("http", "https"):
@@ -52,7 +52,13 @@ def public_base(headers: Mapping[str, str], scheme: str, fallback_host: str) -> 
     prefix = _first(headers.get("x-forwarded-prefix")).strip("/")
     if not _PREFIX.match(prefix):
         prefix = ""
-    return f"{proto}://{host}{'/' + prefix if prefix else ''}"
+    return proto, host, "/" + prefix if prefix else ""
+
+
+def public_base(headers: Mapping[str, str], scheme: str, fallback_host: str) -> str:
+    """``http(s)://host[:port][/prefix]`` (see :func:`public_address`)."""
+    proto, host, prefix = public_address(headers, scheme, fallback_host)
+    return f"{proto}://{host}{prefix}"
 
 
 def request_public_base(connection: HTTPConnection, fallback_base: str) -> str:

@@ -32,6 +32,8 @@ class GatewaySettings:
     skills_path: Path = field(default_factory=lambda: Path.home() / "skills")
     #: ``AIO_CDP_URL``: Chromium's DevTools HTTP endpoint (loopback).
     cdp_url: str = "http://127.0.0.1:9222"
+    #: ``AIO_PROXY_TIMEOUT``: the most an app behind ``/proxy/{port}/`` may take to answer (seconds).
+    proxy_timeout: float = 60.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GatewaySettings:
@@ -45,6 +47,7 @@ class GatewaySettings:
             "upstream_call_timeout": env_float("AIO_MCP_CALL_TIMEOUT", 300.0, source, minimum=0.05),
             "skills_path": Path(env_str("AIO_SKILLS_PATH", str(Path.home() / "skills"), source)),
             "cdp_url": env_str("AIO_CDP_URL", "http://127.0.0.1:9222", source).rstrip("/"),
+            "proxy_timeout": env_float("AIO_PROXY_TIMEOUT", 60.0, source, minimum=0.05),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

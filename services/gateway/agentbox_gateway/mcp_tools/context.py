@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
+from ..cdp_proxy import request_public_base
 from ..planes.context import LANGUAGES, ContextError
-from .registry import ToolSpec
+from .registry import ToolSpec, current_request
 from .results import ToolError, json_result, text_result
 
 if TYPE_CHECKING:
@@ -15,7 +16,8 @@ if TYPE_CHECKING:
 
 CONTEXT_DESCRIPTION = (
     "Get the sandbox's environment: version, home directory, user, OS, timezone, occupied ports, "
-    "runtimes (Python, Node.js) with versions and paths, available command-line tools and the workspace. "
+    "runtimes (Python, Node.js) with versions and paths, available command-line tools, the workspace, and "
+    "previews: the URL through which a person opens each listening port (an app you started) in a browser. "
     "Call it first to learn where you are."
 )
 PACKAGES_DESCRIPTION = (
@@ -54,7 +56,9 @@ def tools(planes: Planes) -> list[ToolSpec]:
     context = planes.context
 
     async def get_context(args: dict[str, Any]) -> types.CallToolResult:
-        return json_result((await context.get_context()).to_tool_json())
+        request = current_request.get()
+        base = request_public_base(request, context.local_base) if request is not None else None
+        return json_result((await context.get_context(base)).to_tool_json())
 
     async def get_packages(args: dict[str, Any]) -> types.CallToolResult:
         try:

@@ -19,7 +19,8 @@ from .results import ToolError, text_result
 logger = logging.getLogger(__name__)
 
 #: The HTTP request a tool call arrived with (set by the MCP door; None elsewhere), for the tools
-#: whose answer depends on how the caller reaches the gateway (``browser_get_info``'s ``cdp_url``).
+#: whose answer depends on how the caller reaches the gateway (``browser_get_info``'s ``cdp_url``,
+#: ``sandbox_get_context``'s preview URLs).
 current_request: ContextVar[Any] = ContextVar("current_request", default=None)
 
 Handler = Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]

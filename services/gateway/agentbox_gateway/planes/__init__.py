@@ -11,6 +11,7 @@ from .code import CodePlane
 from .context import ContextPlane
 from .editor import EditorPlane
 from .files import FilePlane
+from .preview import PreviewPlane
 from .shell import ShellPlane
 
 
@@ -22,6 +23,7 @@ class Planes:
     editor: EditorPlane
     context: ContextPlane
     browser: BrowserPlane
+    preview: PreviewPlane
 
     @classmethod
     def create(cls, settings: GatewaySettings) -> Planes:
@@ -33,9 +35,10 @@ class Planes:
             editor=EditorPlane(files),
             context=ContextPlane(settings),
             browser=BrowserPlane(settings),
+            preview=PreviewPlane(settings),
         )
 
     async def aclose(self) -> None:
         """Stop shells, interpreters and clients; each plane's ``aclose`` is idempotent."""
-        for plane in (self.shell, self.code, self.files, self.editor, self.context, self.browser):
+        for plane in (self.shell, self.code, self.files, self.editor, self.context, self.browser, self.preview):
             await plane.aclose()

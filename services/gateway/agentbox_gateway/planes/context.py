@@ -1,6 +1,6 @@
-"""The context plane: what this sandbox is (OS, user, runtimes, occupied ports, tools), which packages
-its interpreters have, which skills it carries (``skills``), and which planes are up right now
-(``capabilities``).
+"""The context plane: what this sandbox is (OS, user, runtimes, occupied ports and their preview
+URLs, tools), which packages its interpreters have, which skills it carries (``skills``), and which
+planes are up right now (``capabilities``).
 
 Probes that start programs (runtime versions, tool lookup) are cached for a short while; everything
 blocking runs in a worker thread or as an asyncio subprocess, never on the event loop."""
@@ -28,9 +28,11 @@ from agentbox_common.processes import kill_process_group, sandbox_environment
 
 from .. import __version__
 from ..settings import GatewaySettings
+from .browser import gateway_base
 from .capabilities import BrowserStatus, Capabilities
 from .context_errors import ContextError
 from .context_errors import SkillNotFound as SkillNotFound  # re-exported: callers catch it from here
+from .preview import preview_links
 from .skills import load_skill
 
 #: How long runtime/tool probes stay fresh (seconds).
@@ -112,6 +114,8 @@ class SandboxContext:
     runtimes: dict[str, list[dict[str, Any]]]
     utils: list[dict[str, Any]]
     workspace: str | None = None
+    #: ``[{port, url, absproxy_url}]``: every listening port but the gateway's, opened through the gateway.
+    previews: list[dict[str, Any]] = field(default_factory=list)
 
     def system(self) -> dict[str, Any]:
         system = {
@@ -122,6 +126,7 @@ class SandboxContext:
             "home_dir": self.home_dir,
             "timezone": self.timezone,
             "occupied_ports": self.occupied_ports,
+            "previews": self.previews,
         }
         if self.workspace:
             system["workspace"] = self.workspace
@@ -145,6 +150,7 @@ class SandboxContext:
         lines += [
             f"Timezone: {self.timezone}",
             f"Occupied ports: {', '.join(self.occupied_ports) or 'none'}",
+            f"Preview URLs: {', '.join(p['url'] for p in self.previews) or 'none'}",
             f"Runtimes: {'; '.join(runtimes) or 'none'}",
             f"Tools: {', '.join(tools) or 'none'}",
         ]
@@ -271,6 +277,8 @@ def _runtime_binaries(path: str | None) -> dict[str, dict[str, list[str]]]:
 class ContextPlane:
     def __init__(self, settings: GatewaySettings) -> None:
         self.settings = settings
+        #: The gateway's own address, for preview URLs when no request says how callers reach it.
+        self.local_base = gateway_base(settings)
         self._static: dict[str, str] | None = None
         self._probed: tuple[float, dict[str, list[dict[str, Any]]], list[dict[str, Any]]] | None = None
         self._probe_lock = anyio.Lock()
@@ -282,7 +290,9 @@ class ContextPlane:
 
     # --- context
 
-    async def get_context(self) -> SandboxContext:
+    async def get_context(self, public_base: str | None = None) -> SandboxContext:
+        """The snapshot; preview URLs are built on ``public_base`` (the gateway as the caller sees
+        it), else on the gateway's configured address."""
         if self._static is None:
             self._static = await anyio.to_thread.run_sync(_static_system)
         runtimes, utils = await self._runtimes_and_utils()
@@ -298,6 +308,7 @@ class ContextPlane:
             runtimes=runtimes,
             utils=utils,
             workspace=workspace,
+            previews=preview_links(ports, public_base or self.local_base, self.settings.port),
             **self._static,
         )
 

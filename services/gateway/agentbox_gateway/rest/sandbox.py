@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from .. import __version__
+from ..cdp_proxy import request_public_base
 from ..planes.context import ContextError
 from ..settings import GatewaySettings
 from .envelope import RestError, ok
@@ -26,10 +27,11 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         return ok({"status": "ok", "version": __version__}, message="pong")
 
     @api.get("/sandbox")
-    async def sandbox_context() -> dict[str, Any]:
+    async def sandbox_context(request: Request) -> dict[str, Any]:
         """The envelope (``data`` = summary text) plus top-level ``home_dir``, ``version``, ``detail``
-        {system, runtime, utils} and ``workspace`` when there is one."""
-        snapshot = await context.get_context()
+        {system (with ``previews``: the listening ports' preview URLs), runtime, utils} and
+        ``workspace`` when there is one."""
+        snapshot = await context.get_context(request_public_base(request, context.local_base))
         return {**ok(snapshot.summary()), **snapshot.to_sandbox_response()}
 
     async def packages(language: str) -> dict[str, Any]:

@@ -1,0 +1,218 @@
+"""The preview door: ``/proxy/{port}/{path}`` (the app sees ``/{path}``) and ``/absproxy/{port}/{path}``
+(the app sees the whole path), for every method and for WebSockets, over the preview plane.
+
+A raw ASGI app rather than a Starlette endpoint, so that bodies pass message by message in both
+directions: a request body is handed to the app as it is received, a response body is sent on as
+each piece arrives (server-sent events, chunked answers), and a caller that goes away stops the
+transfer. The guards of ``app.py`` (origin, API key) run before this, as for every route."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import aiohttp
+import anyio
+from starlette.datastructures import Headers
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.types import Receive, Scope, Send
+
+from agentbox_common.asgi import send_json
+
+from .cdp_proxy import public_address
+from .planes.browser import gateway_base
+from .planes.preview import Caller, PreviewError, PreviewPlane, Target, parse_port, request_headers
+from .settings import GatewaySettings
+
+logger = logging.getLogger(__name__)
+
+#: Close codes an ASGI server may send; others (1005 "none", 1006 "abnormal") become 1000.
+_CLOSE_CODES = range(1000, 5000)
+_RESERVED_CLOSE = frozenset({1004, 1005, 1006, 1015})
+
+
+class _CallerGone(Exception):
+    """The caller disconnected while its request body was being passed on."""
+
+
+def _envelope(message: str) -> dict[str, object]:
+    return {"success": False, "message": message, "data": None, "hint": None}
+
+
+class PreviewDoor:
+    """One of the two mounts: ``absolute`` keeps the whole path, otherwise ``/proxy/{port}`` is cut."""
+
+    def __init__(self, plane: PreviewPlane, settings: GatewaySettings, absolute: bool) -> None:
+        self.plane = plane
+        self.absolute = absolute
+        self.own_port = settings.port
+        self.fallback_host = gateway_base(settings).split("://", 1)[1]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            target, caller = self._target(scope)
+        except PreviewError as exc:
+            await self._refuse(scope, send, exc)
+            return
+        if target is None:  # /proxy/3000 -> /proxy/3000/, so that relative links resolve under it
+            location = f"{caller.prefix}/proxy/{scope['path_params']['port']}/"
+            query = scope.get("query_string", b"")
+            location += f"?{query.decode('latin-1')}" if query else ""
+            await send_json(send, 307, _envelope("Moved"), [(b"location", location.encode("latin-1"))])
+            return
+        if scope["type"] == "websocket":
+            await self._socket(scope, receive, send, target, caller)
+        else:
+            await self._http(scope, receive, send, target, caller)
+
+    def _target(self, scope: Scope) -> tuple[Target | None, Caller]:
+        server = scope.get("server")
+        own = {self.own_port, server[1]} if server else {self.own_port}
+        port = parse_port(scope["path_params"]["port"], own)
+        scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
+        proto, host, prefix = public_address(Headers(scope=scope), scheme, self.fallback_host)
+        client = scope.get("client")
+        caller = Caller(proto, host, prefix, client[0] if client else None)
+        raw_path: bytes = scope.get("raw_path") or scope["path"].encode()
+        query = scope.get("query_string", b"")
+        if self.absolute:
+            return Target(port, raw_path, query, ""), caller
+        pieces = raw_path.split(b"/", 3)  # b"", b"proxy", b"<port>", b"<rest>"
+        if len(pieces) < 4:
+            return None, caller
+        return Target(port, b"/" + pieces[3], query, f"/proxy/{port}"), caller
+
+    async def _refuse(self, scope: Scope, send: Send, error: PreviewError) -> None:
+        body = _envelope(str(error))
+        if scope["type"] != "websocket":
+            await send_json(send, error.status, body)
+        elif "websocket.http.response" in scope.get("extensions", {}):
+            await send_json(_as_denial(send), error.status, body)
+        else:
+            await send({"type": "websocket.close", "code": 1011, "reason": str(error)[:120]})
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send, target: Target, caller: Caller) -> None:
+        headers = Headers(scope=scope)
+        has_body = headers.get("content-length", "0") != "0" or "transfer-encoding" in headers
+        body_read = not has_body
+
+        async def body() -> AsyncIterator[bytes]:
+            nonlocal body_read
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise _CallerGone
+                if message.get("body"):
+                    yield message["body"]
+                if not message.get("more_body", False):
+                    body_read = True
+                    return
+
+        forwarded = request_headers(scope["headers"], caller, target, self.plane.key)
+        try:
+            answer = await self.plane.open(
+                scope["method"], target, forwarded, body if has_body else None, caller.prefix
+            )
+        except PreviewError as exc:
+            await send_json(send, exc.status, _envelope(str(exc)))
+            return
+        except _CallerGone:
+            return
+        try:
+            await send({"type": "http.response.start", "status": answer.status, "headers": answer.headers})
+            if answer.arrived or not body_read:  # nothing left to wait for, or receive() still feeds the body
+                await _send_body(answer.body, send)
+                return
+            async with anyio.create_task_group() as group:
+                group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
+                await _send_body(answer.body, send)
+                group.cancel_scope.cancel()
+        except (aiohttp.ClientError, OSError) as exc:
+            # Headers are out: the caller sees a cut-off answer (the server closes the connection).
+            logger.warning("preview of port %s broke off: %s: %s", target.port, type(exc).__name__, exc)
+        finally:
+            answer.release()
+
+    async def _socket(self, scope: Scope, receive: Receive, send: Send, target: Target, caller: Caller) -> None:
+        if (await receive())["type"] != "websocket.connect":
+            return
+        forwarded = request_headers(scope["headers"], caller, target, self.plane.key, websocket=True)
+        try:
+            upstream = await self.plane.connect_socket(target, forwarded, list(scope.get("subprotocols", [])))
+        except PreviewError as exc:
+            await self._refuse(scope, send, exc)
+            return
+        await send({"type": "websocket.accept", "subprotocol": upstream.protocol})
+        try:
+            async with anyio.create_task_group() as group:
+
+                async def to_app() -> None:
+                    while True:
+                        message = await receive()
+                        if message["type"] == "websocket.disconnect":
+                            break
+                        if message.get("text") is not None:
+                            await upstream.send_str(message["text"])
+                        else:
+                            await upstream.send_bytes(message.get("bytes") or b"")
+                    group.cancel_scope.cancel()
+
+                async def to_caller() -> None:
+                    async for message in upstream:
+                        if message.type == aiohttp.WSMsgType.TEXT:
+                            await send({"type": "websocket.send", "text": message.data})
+                        elif message.type == aiohttp.WSMsgType.BINARY:
+                            await send({"type": "websocket.send", "bytes": message.data})
+                    code = upstream.close_code or 1000
+                    if code not in _CLOSE_CODES or code in _RESERVED_CLOSE:
+                        code = 1000
+                    with contextlib.suppress(OSError, RuntimeError):
+                        await send({"type": "websocket.close", "code": code})
+                    group.cancel_scope.cancel()
+
+                group.start_soon(to_app)
+                group.start_soon(to_caller)
+        except (aiohttp.ClientError, OSError, RuntimeError) as exc:
+            logger.info("preview WebSocket on port %s ended: %s: %s", target.port, type(exc).__name__, exc)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await upstream.close()
+
+
+async def _send_body(body: AsyncIterator[bytes], send: Send) -> None:
+    async for chunk in body:
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    """Stop streaming an answer once the caller has gone (the server then drops what is sent)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
+
+
+def _as_denial(send: Send) -> Send:
+    """An HTTP answer sent as the WebSocket denial response (ASGI ``websocket.http.response``)."""
+
+    async def denial(message: dict) -> None:
+        await send({**message, "type": f"websocket.{message['type']}"})
+
+    return denial
+
+
+def routes(plane: PreviewPlane, settings: GatewaySettings) -> list[BaseRoute]:
+    """The ``/proxy/`` and ``/absproxy/`` routes (HTTP, any method, and WebSocket)."""
+    stripped = PreviewDoor(plane, settings, absolute=False)
+    absolute = PreviewDoor(plane, settings, absolute=True)
+    paths = [
+        ("/proxy/{port}", stripped),
+        ("/proxy/{port}/{path:path}", stripped),
+        ("/absproxy/{port}", absolute),
+        ("/absproxy/{port}/{path:path}", absolute),
+    ]
+    return [
+        *(Route(path, door) for path, door in paths),
+        *(WebSocketRoute(path, door) for path, door in paths),
+    ]
