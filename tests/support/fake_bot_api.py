@@ -82,7 +82,8 @@ class FakeBotApi:
             if len(found) >= count:
                 return found
             time.sleep(0.05)
-        raise TimeoutError(f"{method} to {chat_id} ({contains!r}) not sent {count}x; calls: {self.calls}")
+        made = [{k: v for k, v in c.items() if k != "result"} for c in self.calls if c["method"] != "getUpdates"]
+        raise TimeoutError(f"{method} to {chat_id} ({contains!r}) not sent {count}x; calls: {made[-10:]}")
 
     def polled(self) -> bool:
         return bool(self.sent("getUpdates"))
@@ -114,10 +115,10 @@ class FakeBotApi:
                     params[key] = {"filename": value.filename, "content": await value.read()}
                 else:
                     params[key] = value
-        record = {"method": name, **params}
+        result = await self._answer(name, params)
         with self._lock:
-            self.calls.append(record)
-        return JSONResponse({"ok": True, "result": await self._answer(name, params)})
+            self.calls.append({"method": name, **params, "result": result})
+        return JSONResponse({"ok": True, "result": result})
 
     async def _answer(self, name: str, params: dict[str, Any]) -> Any:
         if name == "getMe":

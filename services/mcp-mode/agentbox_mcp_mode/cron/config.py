@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agentbox_common.settings import ConfigError, env_str
 
-from ..telegram_bot.client import DEFAULT_API_URL
+from ..telegram_bot.client import DEFAULT_API_URL, telegram_api_url
 
 JOB_NAME = r"^[A-Za-z0-9_-]+$"
 
@@ -143,8 +143,10 @@ def load_jobs(path: Path) -> list[ResolvedJob]:
     return [_resolve(job, parsed) for job in parsed.jobs]
 
 
-def _default_history_dir() -> Path:
-    return Path.home() / ".aicodebox" / "cron"
+def history_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``AICODEBOX_CRON_MODE_HISTORY_DIR`` (default ``~/.aicodebox/cron``): all of cron's state."""
+    raw = env_str("AICODEBOX_CRON_MODE_HISTORY_DIR", "", env).strip()
+    return Path(raw).expanduser() if raw else Path.home() / ".aicodebox" / "cron"
 
 
 @dataclass(frozen=True)
@@ -163,10 +165,9 @@ class CronSettings:
         file = env_str("AICODEBOX_CRON_MODE_FILE", "", source).strip()
         if not file:
             raise ConfigError("AICODEBOX_CRON_MODE_FILE is not set: point it at the YAML job file")
-        history = env_str("AICODEBOX_CRON_MODE_HISTORY_DIR", "", source).strip()
         return cls(
             file=Path(file).expanduser(),
-            history_dir=Path(history).expanduser() if history else _default_history_dir(),
+            history_dir=history_dir(source),
             telegram_token=env_str("AICODEBOX_TELEGRAM_MODE_TOKEN", "", source).strip(),
             telegram_api_url=telegram_api_url(source),
         )
@@ -181,11 +182,3 @@ class CronSettings:
                 "AICODEBOX_TELEGRAM_MODE_TOKEN is not set"
             )
         return jobs
-
-
-def telegram_api_url(env: Mapping[str, str]) -> str:
-    """``AICODEBOX_TELEGRAM_MODE_API_URL`` (an http(s) URL) or the public Bot API."""
-    url = env_str("AICODEBOX_TELEGRAM_MODE_API_URL", "", env).strip().rstrip("/") or DEFAULT_API_URL
-    if not url.startswith(("http://", "https://")):
-        raise ConfigError(f"AICODEBOX_TELEGRAM_MODE_API_URL must be an http(s) URL, got {url!r}")
-    return url

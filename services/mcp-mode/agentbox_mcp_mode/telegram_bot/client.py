@@ -9,9 +9,13 @@ messages within Telegram's 4096-character limit, tags closed and reopened across
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from chatgpt_md_converter import split_html_for_telegram, telegram_format
 from telegram import Bot, Message
 from telegram.constants import MessageLimit, ParseMode
+
+from agentbox_common.settings import ConfigError, env_str
 
 DEFAULT_API_URL = "https://api.telegram.org"
 
@@ -40,3 +44,11 @@ async def send_answer(bot: Bot, chat_id: int | str, markdown: str, reply_to: int
             )
         )
     return sent
+
+
+def telegram_api_url(env: Mapping[str, str]) -> str:
+    """``AICODEBOX_TELEGRAM_MODE_API_URL`` (an http(s) URL) or the public Bot API."""
+    url = env_str("AICODEBOX_TELEGRAM_MODE_API_URL", "", env).strip().rstrip("/") or DEFAULT_API_URL
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"AICODEBOX_TELEGRAM_MODE_API_URL must be an http(s) URL, got {url!r}")
+    return url
