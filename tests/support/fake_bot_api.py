@@ -1,6 +1,10 @@
 """A local stand-in for the Telegram Bot API (a real Starlette app on 127.0.0.1): methods at
 ``/bot<token>/<method>``, files at ``/file/bot<token>/<path>``. Tests queue updates for
-``getUpdates`` and read back every call the bot made (``sendMessage``, ``sendDocument``, ...)."""
+``getUpdates`` and read back every call the bot made (``sendMessage``, ``sendDocument``, ...).
+
+Run as a script (``python fake_bot_api.py PORT TOKEN``, e.g. inside a container) it serves on
+0.0.0.0 and adds ``POST /test/message`` (``{"chat_id", "text"}``: queue a message) and
+``GET /test/calls`` (the calls so far, file contents replaced by their length) for a test outside."""
 
 from __future__ import annotations
 
@@ -17,8 +21,6 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-
-from .servers import serve_app
 
 BOT_ID = 4242
 
@@ -158,22 +160,44 @@ class FakeBotApi:
             else Response(status_code=404)
         )
 
-    @contextlib.contextmanager
-    def serve(self) -> Iterator[str]:
-        app = Starlette(
+    async def test_message(self, request: Request) -> Response:
+        body = await request.json()
+        return JSONResponse(self.message(int(body["chat_id"]), body.get("text", ""), body.get("user_id")))
+
+    async def test_calls(self, request: Request) -> Response:
+        with self._lock:
+            calls = [
+                {k: (len(v["content"]) if isinstance(v, dict) and "content" in v else v) for k, v in c.items()}
+                for c in self.calls
+            ]
+        return JSONResponse(calls)
+
+    def app(self) -> Starlette:
+        return Starlette(
             routes=[
                 Route("/bot{token}/{method}", self.method, methods=["GET", "POST"]),
                 Route("/file/bot{token}/{path:path}", self.file, methods=["GET"]),
+                Route("/test/message", self.test_message, methods=["POST"]),
+                Route("/test/calls", self.test_calls, methods=["GET"]),
             ]
         )
-        with serve_app(app) as base:
+
+    @contextlib.contextmanager
+    def serve(self) -> Iterator[str]:
+        from .servers import serve_app  # not needed (nor importable) when run as a script
+
+        with serve_app(self.app()) as base:
             yield base
-
-
-def sent_text(call: dict[str, Any]) -> str:
-    return str(call.get("text", ""))
 
 
 def parsed(value: Any) -> Any:
     """A form field PTB JSON-encoded (reply_markup, ...)."""
     return json.loads(value) if isinstance(value, str) else value
+
+
+if __name__ == "__main__":
+    import sys
+
+    import uvicorn
+
+    uvicorn.run(FakeBotApi(sys.argv[2]).app(), host="0.0.0.0", port=int(sys.argv[1]), log_level="warning")
