@@ -21,6 +21,12 @@ pytestmark = pytest.mark.anyio
 CRON = console_script("agentbox-cron")
 
 
+def shared_job(tmp_path: Path, mode_env: dict[str, str], name: str, instruction: str) -> dict[str, str]:
+    """cron's environment with one every-second job in the workspace ``shared``."""
+    job = {"name": name, "schedule": "* * * * * *", "workspace": "shared", "instruction": instruction}
+    return {**mode_env, "AICODEBOX_CRON_MODE_FILE": str(write_jobs(tmp_path / "cron.yml", [job]))}
+
+
 async def test_mcp_is_refused_while_cron_runs_in_the_workspace(
     tmp_path: Path,
     mode_env: dict[str, str],
@@ -28,14 +34,8 @@ async def test_mcp_is_refused_while_cron_runs_in_the_workspace(
     workspace: Path,
     make_settings,  # noqa: F811
 ) -> None:
-    jobs = write_jobs(
-        tmp_path / "cron.yml",
-        [
-            {"name": "hold", "schedule": "* * * * * *", "workspace": "shared", "instruction": "CHILD\nSLEEP 30"},
-        ],
-    )
     with (
-        run_command([CRON], {**mode_env, "AICODEBOX_CRON_MODE_FILE": str(jobs)}) as cron,
+        run_command([CRON], shared_job(tmp_path, mode_env, "hold", "CHILD\nSLEEP 30")) as cron,
         serve_settings(make_settings()) as base,
     ):
         (call,) = await anyio.to_thread.run_sync(stand_in.wait_for_calls, 1)
@@ -57,17 +57,11 @@ async def test_cron_skips_its_tick_while_mcp_runs_in_the_workspace(
     workspace: Path,
     make_settings,  # noqa: F811
 ) -> None:
-    jobs = write_jobs(
-        tmp_path / "cron.yml",
-        [
-            {"name": "blocked", "schedule": "* * * * * *", "workspace": "shared", "instruction": "ANSWER cron ran"},
-        ],
-    )
     with serve_settings(make_settings()) as base:
         async with mcp_client(f"{base}/mcp") as client, anyio.create_task_group() as tg:
             tg.start_soon(client.call_tool, "run_prompt", {"prompt": "CHILD\nSLEEP 30", "workspace": "shared"})
             (call,) = await anyio.to_thread.run_sync(stand_in.wait_for_calls, 1)
-            with run_command([CRON], {**mode_env, "AICODEBOX_CRON_MODE_FILE": str(jobs)}) as cron:
+            with run_command([CRON], shared_job(tmp_path, mode_env, "blocked", "ANSWER cron ran")) as cron:
                 await anyio.sleep(2.5)
                 assert len(stand_in.calls()) == 1  # cron started no agent
                 stop_group(cron)

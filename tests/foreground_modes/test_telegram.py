@@ -226,3 +226,48 @@ def test_a_bad_telegram_yml_is_refused(mode_env: dict[str, str], tmp_path: Path)
     assert done.returncode == 2
     assert f"{config}: allowed_chats.0:" in done.stderr and "Traceback" not in done.stderr
     assert TOKEN not in done.stderr
+
+
+def test_a_rejected_token_exits_1_without_showing_it(mode_env: dict[str, str], bot_api: tuple[FakeBotApi, str]) -> None:
+    _, url = bot_api
+    wrong = "999:not-the-fake-bots-token"
+    done = subprocess.run(
+        [TELEGRAM],
+        env={**mode_env, "AICODEBOX_TELEGRAM_MODE_TOKEN": wrong, "AICODEBOX_TELEGRAM_MODE_API_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert f"the Bot API at {url} rejected AICODEBOX_TELEGRAM_MODE_TOKEN" in done.stderr
+    assert wrong not in done.stderr + done.stdout and "Traceback" not in done.stderr
+
+
+def test_the_model_picker_sets_an_override(start_bot, bot_api: tuple[FakeBotApi, str], stand_in: StandIn) -> None:
+    fake, _ = bot_api
+    start_bot(AICODEBOX_AVAILABLE_MODELS="sonnet,opus")
+    fake.message(CHAT, "/model")
+    (picker,) = fake.wait_sent("sendMessage", CHAT, contains="model: (default)")
+    buttons = [row[0]["callback_data"] for row in parsed(picker["reply_markup"])["inline_keyboard"]]
+    assert buttons == ["model:sonnet", "model:opus", "model:default"]
+    fake.push(
+        {
+            "callback_query": {
+                "id": "cb-1",
+                "chat_instance": "ci",
+                "data": "model:sonnet",
+                "from": {"id": CHAT, "is_bot": False, "first_name": "tester"},
+                "message": {**picker["result"], "chat": {"id": CHAT, "type": "private"}},
+            }
+        }
+    )
+    fake.wait_sent("editMessageText", contains="model: sonnet")
+    fake.message(CHAT, "/model gpt-unknown")
+    fake.wait_sent("sendMessage", CHAT, contains="unknown model 'gpt-unknown'")
+    fake.message(CHAT, "ANSWER picked")
+    fake.wait_sent("sendMessage", CHAT, contains="picked")
+    (call,) = stand_in.calls()
+    assert call["argv"][call["argv"].index("--model") + 1] == "sonnet"
+    fake.message(CHAT, "/status")
+    status = fake.wait_sent("sendMessage", CHAT, contains="idle")[0]["text"]
+    assert "model: sonnet" in status and f"workspace: chat_{CHAT}" in status
