@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp_mode.helpers import StandIn
+from tests.mcp_mode.helpers import StandIn, wait_gone
 from tests.support.fake_bot_api import FakeBotApi
 from tests.support.servers import console_script, run_command, stop_group
 
@@ -104,6 +104,17 @@ def test_an_overlapping_tick_is_skipped(tmp_path: Path, mode_env: dict[str, str]
         stop_group(process)
         log = output_of(process)
     assert "cron job slow: tick at" in log and "skipped, the previous run is still going" in log
+
+
+def test_stopping_cron_kills_the_run_in_flight(tmp_path: Path, mode_env: dict[str, str], stand_in: StandIn) -> None:
+    jobs = write_jobs(
+        tmp_path / "cron.yml", [{"name": "long", "schedule": "* * * * * *", "instruction": "CHILD\nSLEEP 60"}]
+    )
+    with run_command([CRON], {**mode_env, "AICODEBOX_CRON_MODE_FILE": str(jobs)}) as process:
+        (call,) = stand_in.wait_for_calls(1, timeout=10)
+        stop_group(process)  # SIGTERM; the agent runs in its own session, so cron must kill it
+        assert process.returncode == 0
+    wait_gone([call["pid"], call["child"]])
 
 
 def test_results_are_posted_to_telegram(

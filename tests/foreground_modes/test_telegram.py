@@ -133,6 +133,9 @@ def test_an_upload_lands_in_the_chat_workspace(
     fake.wait_sent("sendMessage", CHAT, contains="read it")
     (call,) = stand_in.calls()
     assert "uploaded the file d.csv" in call["stdin"] and call["cwd"] == str(workspace / f"chat_{CHAT}")
+    fake.message(CHAT, document={"file_id": "gone", "file_unique_id": "u-3", "file_name": "gone.bin"})
+    fake.wait_sent("sendMessage", CHAT, contains="error:")  # the download failed: said, not swallowed
+    assert not (workspace / f"chat_{CHAT}" / "gone.bin").exists()
 
 
 def test_send_file_sends_a_workspace_file_and_refuses_one_outside(

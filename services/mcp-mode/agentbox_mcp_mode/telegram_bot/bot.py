@@ -90,7 +90,16 @@ class TelegramMode:
         uploads = filters.Document.ALL | filters.PHOTO | filters.VIDEO | filters.VOICE | filters.AUDIO
         application.add_handler(MessageHandler(uploads, self._gated(self.upload)))
         application.add_handler(CallbackQueryHandler(self.picked))
+        application.add_error_handler(self.failed)
         return application
+
+    async def failed(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A handler failed (an upload too big to fetch, the Bot API down): log it, tell the chat."""
+        error = context.error
+        logger.error("handling an update failed: %s: %s", type(error).__name__, error)
+        if isinstance(update, Update) and update.effective_message and self.chat_settings(update) is not None:
+            with contextlib.suppress(TelegramError):
+                await update.effective_message.reply_text(f"error: {type(error).__name__}: {error}")
 
     def chat_settings(self, update: Update) -> ChatSettings | None:
         """The chat's settings when the chat and user are allowed, else None."""
