@@ -155,6 +155,9 @@ def test_telegram_mode_with_cron_inside_and_mcp_mode_beside(
         wait_for(lambda: sent("cron ping"), "the cron notification", box)
         code, output = box.exec("ls /workspace")
         assert code == 0 and {"chat_111", "jobs"} <= set(output.split()), output
+        code, output = box.exec("cat /opt/e2e/calls.jsonl")
+        calls = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+        assert calls and all(c["secrets_seen"] == [] and c["parent_environ_readable"] is False for c in calls), calls
 
 
 def test_passthrough_hands_the_arguments_to_the_agent_cli(

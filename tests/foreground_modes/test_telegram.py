@@ -89,6 +89,8 @@ def test_chats_and_users_not_allowed_get_nothing_and_run_nothing(
     time.sleep(0.5)
     assert fake.sent("sendMessage", 333) == [] and len(fake.sent("sendMessage")) == 1
     assert [call["stdin"] for call in stand_in.calls()] == ["ANSWER right user"]
+    (call,) = stand_in.calls()
+    assert call["secrets_seen"] == []  # the Telegram token is not in the agent's environment
 
 
 def test_one_run_per_chat_and_busy_otherwise(start_bot, bot_api: tuple[FakeBotApi, str], stand_in: StandIn) -> None:

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Coroutine
 from typing import Any, NoReturn
 
+from agentbox_common.processes import hide_own_environment
 from agentbox_common.settings import ConfigError
 
 from .adapters import Adapter, load_adapter
@@ -31,6 +32,10 @@ def agent_configuration(command: str) -> tuple[McpModeSettings, Adapter]:
 
 
 def run_until_signalled(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` until it ends or a signal cancels it; the process is first made non-dumpable, so
+    the agents it starts (same user) cannot read its environment (the Telegram token) from /proc."""
+    hide_own_environment()
+
     async def runner() -> None:
         task = asyncio.create_task(main)
         loop = asyncio.get_running_loop()

@@ -168,6 +168,10 @@ class TelegramMode:
                 await self.send_file(message, request.cwd, path)
         except TelegramError as exc:
             logger.error("chat %s: answering failed: %s", chat_id, exc)
+        except Exception as exc:  # a failed run is told to the chat, never lost in a task
+            logger.exception("chat %s: the run failed", chat_id)
+            with contextlib.suppress(TelegramError):
+                await message.reply_text(f"error: {type(exc).__name__}: {exc}")
         finally:
             self.run_started.pop(chat_id, None)
 
