@@ -187,3 +187,11 @@ def test_passthrough_with_mcp_mode_beside(docker_client: docker.DockerClient, ag
         states = box.wait_state("mcp-mode", "RUNNING")
         assert states["telegram"] == "STOPPED" and states["cron"] == "STOPPED"
         assert box.container.logs().decode(errors="replace").splitlines()[0] == "args:--wait"
+
+
+def test_api_mode_wins_over_telegram_and_cron(docker_client: docker.DockerClient, agentbox_image: str) -> None:
+    env = {"AICODEBOX_API_MODE": "1", "AICODEBOX_TELEGRAM_MODE": "1", "AICODEBOX_CRON_MODE": "1",
+           "AICODEBOX_AVAILABLE_MODELS": "m", "DISABLE_BROWSER": "true"}
+    with prepared_box(docker_client, agentbox_image, env, e2e_files()) as box:
+        states = box.wait_state("agent-api", "RUNNING")
+        assert (states["telegram"], states["cron"], states["mcp-mode"]) == ("STOPPED", "STOPPED", "STOPPED")
