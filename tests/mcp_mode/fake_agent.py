@@ -34,9 +34,15 @@ record = {
     "pid": os.getpid(),
     "pgid": os.getpgid(0),
     "secrets_seen": sorted(
-        k for k in ("AICODEBOX_MCP_MODE_TOKEN", "AICODEBOX_API_MODE_TOKEN") if k in os.environ
+        k
+        for k in ("AICODEBOX_MCP_MODE_TOKEN", "AICODEBOX_API_MODE_TOKEN", "AICODEBOX_TELEGRAM_MODE_TOKEN")
+        if k in os.environ
     ),
 }
+try:  # the service that started this run must not let it read the service's own environment
+    record["parent_environ_readable"] = bool(Path(f"/proc/{os.getppid()}/environ").read_bytes())
+except OSError:
+    record["parent_environ_readable"] = False
 if "--output-schema" in argv:
     record["output_schema"] = json.loads(Path(argv[argv.index("--output-schema") + 1]).read_text())
 if "CHILD" in directives:

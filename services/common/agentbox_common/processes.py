@@ -11,7 +11,9 @@ import signal
 from collections.abc import Mapping
 
 #: Variables that must never reach commands, interpreters or agents run inside the sandbox.
-SECRET_VARIABLES = frozenset({"AIO_API_KEY", "AICODEBOX_MCP_MODE_TOKEN", "AICODEBOX_API_MODE_TOKEN"})
+SECRET_VARIABLES = frozenset(
+    {"AIO_API_KEY", "AICODEBOX_MCP_MODE_TOKEN", "AICODEBOX_API_MODE_TOKEN", "AICODEBOX_TELEGRAM_MODE_TOKEN"}
+)
 _PR_SET_DUMPABLE = 4
 
 

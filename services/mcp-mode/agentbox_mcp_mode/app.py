@@ -1,6 +1,7 @@
 """The standalone MCP-mode server (port 8081): MCP at ``/`` and ``/mcp`` (``/mcp/`` too), all without
-redirects, plus a public ``GET /healthz``. It has its own workspace lock, so it keeps MCP runs apart
-from each other only (API mode mounts the same endpoint next to ``/run`` with one shared lock)."""
+redirects, plus a public ``GET /healthz``. Its workspace lock is a file lock under
+``AICODEBOX_STATE_DIR``, so cron and Telegram mode in other processes keep out of a workspace a run
+holds, and it out of theirs (API mode mounts the same endpoint next to ``/run`` with the same lock)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def build_app(
     settings: McpModeSettings, adapter: Adapter | None = None, locks: WorkspaceLocks | None = None
 ) -> Starlette:
     adapter = adapter or load_adapter(settings)
-    endpoint = build_mcp_asgi(settings, locks or WorkspaceLocks(), adapter)
+    endpoint = build_mcp_asgi(settings, locks or WorkspaceLocks(settings.state_dir / "locks"), adapter)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

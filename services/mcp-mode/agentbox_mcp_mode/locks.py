@@ -6,13 +6,19 @@ workspace exclusively. Acquisition never waits: a busy workspace is refused at o
 
 One :class:`WorkspaceLocks` instance per process is shared by every surface that starts runs —
 MCP ``run_prompt`` and, in API mode, ``/run`` and the OpenAI endpoint — so they keep each other
-out. The standalone MCP process has its own instance. Use :meth:`WorkspaceLocks.hold` around a
-run (released however the run ends: success, crash, timeout, cancellation), or
+out. Given a ``lock_dir`` (``<AICODEBOX_STATE_DIR>/locks``), a held workspace is also an
+``fcntl.flock`` on ``<lock_dir>/<hash of the path>.lock``, so separate processes — the standalone
+MCP server, cron and Telegram — keep out of each other's workspaces too; the kernel drops the lock
+when a process dies, so a crash never leaves a workspace stuck. Use :meth:`WorkspaceLocks.hold`
+around a run (released however the run ends: success, crash, timeout, cancellation), or
 :meth:`acquire` / :meth:`release` when the run outlives the request that started it.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,9 +37,11 @@ class WorkspaceLocks:
     """Non-blocking exclusive locks keyed by the resolved run directory, i.e. the value of
     ``Workspace.run_directory(subpath)`` (thread-safe, so a worker thread may release)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lock_dir: Path | None = None) -> None:
         self._busy: set[str] = set()
         self._guard = threading.Lock()
+        self._lock_dir = lock_dir
+        self._files: dict[str, int] = {}
 
     def acquire(self, workspace: Path | str) -> None:
         """Take the workspace or raise :class:`WorkspaceBusy` immediately."""
@@ -41,11 +49,33 @@ class WorkspaceLocks:
         with self._guard:
             if key in self._busy:
                 raise WorkspaceBusy(key)
+            if self._lock_dir is not None:
+                self._files[key] = self._lock_file(key)
             self._busy.add(key)
 
+    def _lock_file(self, key: str) -> int:
+        """An open descriptor holding the workspace's flock; WorkspaceBusy when another process has it."""
+        assert self._lock_dir is not None
+        self._lock_dir.mkdir(parents=True, exist_ok=True)
+        path = self._lock_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.lock"
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            raise WorkspaceBusy(key) from None
+        except BaseException:
+            os.close(descriptor)
+            raise
+        return descriptor
+
     def release(self, workspace: Path | str) -> None:
+        key = str(workspace)
         with self._guard:
-            self._busy.discard(str(workspace))
+            self._busy.discard(key)
+            descriptor = self._files.pop(key, None)
+            if descriptor is not None:
+                os.close(descriptor)  # closing the only descriptor drops the flock
 
     @contextmanager
     def hold(self, workspace: Path | str) -> Iterator[None]:

@@ -33,7 +33,7 @@ def build_api_app(
     settings: ApiModeSettings, adapter: Adapter | None = None, locks: WorkspaceLocks | None = None
 ) -> FastAPI:
     adapter = adapter or load_adapter(settings.mcp)
-    locks = locks or WorkspaceLocks()
+    locks = locks or WorkspaceLocks(settings.mcp.state_dir / "locks")
     registry = RunRegistry(locks, settings.result_ttl)
     endpoint = build_mcp_asgi(settings.mcp, locks, adapter) if settings.mcp.mcp_mode else None
 

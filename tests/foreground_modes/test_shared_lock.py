@@ -1,0 +1,85 @@
+"""One workspace lock across processes: while ``agentbox-cron`` runs a job in a workspace, MCP
+``run_prompt`` in another process is refused there (an error result, no agent started), and while
+``run_prompt`` holds it, cron skips its tick (logged)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agentbox_mcp_mode.locks import WorkspaceBusy, WorkspaceLocks
+from tests.mcp_mode.conftest import make_settings  # noqa: F401 - fixture reused here
+from tests.mcp_mode.helpers import StandIn, mcp_client, serve_settings, tool_text, wait_gone
+from tests.support.servers import console_script, run_command, stop_group
+
+from .helpers import write_jobs
+
+pytestmark = pytest.mark.anyio
+CRON = console_script("agentbox-cron")
+
+
+def shared_job(tmp_path: Path, mode_env: dict[str, str], name: str, instruction: str) -> dict[str, str]:
+    """cron's environment with one every-second job in the workspace ``shared``."""
+    job = {"name": name, "schedule": "* * * * * *", "workspace": "shared", "instruction": instruction}
+    return {**mode_env, "AICODEBOX_CRON_MODE_FILE": str(write_jobs(tmp_path / "cron.yml", [job]))}
+
+
+async def test_mcp_is_refused_while_cron_runs_in_the_workspace(
+    tmp_path: Path,
+    mode_env: dict[str, str],
+    stand_in: StandIn,
+    workspace: Path,
+    make_settings,  # noqa: F811
+) -> None:
+    with (
+        run_command([CRON], shared_job(tmp_path, mode_env, "hold", "CHILD\nSLEEP 30")) as cron,
+        serve_settings(make_settings()) as base,
+    ):
+        (call,) = await anyio.to_thread.run_sync(stand_in.wait_for_calls, 1)
+        async with mcp_client(f"{base}/mcp") as client:
+            started = time.monotonic()
+            outcome = await client.call_tool("run_prompt", {"prompt": "ANSWER no", "workspace": "shared"})
+        assert time.monotonic() - started < 2
+        assert outcome.is_error
+        assert tool_text(outcome) == f"workspace {workspace / 'shared'} is busy with another run"
+        assert len(stand_in.calls()) == 1
+        stop_group(cron)
+    await anyio.to_thread.run_sync(wait_gone, [call["pid"], call["child"]])
+
+
+async def test_cron_skips_its_tick_while_mcp_runs_in_the_workspace(
+    tmp_path: Path,
+    mode_env: dict[str, str],
+    stand_in: StandIn,
+    workspace: Path,
+    make_settings,  # noqa: F811
+) -> None:
+    with serve_settings(make_settings()) as base:
+        async with mcp_client(f"{base}/mcp") as client, anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "run_prompt", {"prompt": "CHILD\nSLEEP 30", "workspace": "shared"})
+            (call,) = await anyio.to_thread.run_sync(stand_in.wait_for_calls, 1)
+            with run_command([CRON], shared_job(tmp_path, mode_env, "blocked", "ANSWER cron ran")) as cron:
+                await anyio.sleep(2.5)
+                assert len(stand_in.calls()) == 1  # cron started no agent
+                stop_group(cron)
+                assert cron.stdout is not None
+                log = cron.stdout.read().decode(errors="replace")
+            tg.cancel_scope.cancel()
+    assert "cron job blocked: tick at" in log
+    assert f"skipped: workspace {workspace / 'shared'} is busy with another run" in log
+    await anyio.to_thread.run_sync(wait_gone, [call["pid"], call["child"]])
+
+
+def test_the_file_lock_is_dropped_on_release(tmp_path: Path) -> None:
+    first, second = WorkspaceLocks(tmp_path / "locks"), WorkspaceLocks(tmp_path / "locks")
+    first.acquire("/w")
+    with pytest.raises(WorkspaceBusy):
+        second.acquire("/w")
+    assert not second.is_busy("/w")
+    second.acquire("/other")  # other workspaces are free
+    first.release("/w")
+    with second.hold("/w"):
+        assert second.busy() == ["/other", "/w"]
