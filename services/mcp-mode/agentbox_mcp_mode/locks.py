@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .run_stats import RUN_STATS
+
 
 class WorkspaceBusy(RuntimeError):
     """Another run holds the workspace."""
@@ -40,6 +42,7 @@ class WorkspaceLocks:
         key = str(workspace)
         with self._guard:
             if key in self._busy:
+                RUN_STATS.busy_refused += 1
                 raise WorkspaceBusy(key)
             self._busy.add(key)
 
