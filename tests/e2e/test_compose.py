@@ -21,7 +21,7 @@ pytestmark = pytest.mark.docker
 PROXY_OVERRIDE = "deploy/reverse-proxy/compose.proxy.yaml"
 #: Seed and image variables are dropped from the test's environment so compose sees only what we set.
 PREFIXES = ("AIO_", "AICODEBOX_", "AGENTBOX_", "EXTRA_MCP_SERVERS", "ANTHROPIC_", "OPENAI_", "DISABLE_BROWSER",
-            "LOG_FORMAT", "LOG_LEVEL", "PUBLIC_HOST", "PROXY_", "BASE_IMAGE", "COMPOSE_")
+            "LOG_FORMAT", "LOG_LEVEL", "PUBLIC_HOST", "PROXY_", "BASE_IMAGE", "COMPOSE_", "OTEL_")
 
 
 def compose(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:

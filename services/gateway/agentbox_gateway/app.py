@@ -14,6 +14,7 @@ from . import __version__, cdp_proxy, preview_proxy
 from .mcp_door import build_mcp_routes, build_mcp_server
 from .mcp_tools import builtin_tools
 from .mcp_tools.registry import ToolRegistry
+from .metrics import gateway_collector
 from .planes import Planes
 from .rest import build_rest_app
 from .security import ApiKeyGuard, OriginGuard
@@ -57,4 +58,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
     app.state.upstreams = upstreams
     app.add_middleware(ApiKeyGuard, api_key=settings.api_key)
     app.add_middleware(OriginGuard, allowed_origins=settings.allowed_origins)
+    metrics = settings.observability.install(app, "agentbox-gateway")
+    if metrics is not None:
+        metrics.add_collector(gateway_collector(planes, upstreams))
     return app

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import dataclasses
+import json
 import sys
 
 from agentbox_common.logging import configure_logging
@@ -10,6 +13,7 @@ from agentbox_common.serving import serve
 from agentbox_common.settings import ConfigError, parse_json_object
 
 from .app import build_app
+from .doctor import format_table, healthy, run_checks
 from .settings import DEFAULT_PORT, GatewaySettings
 
 
@@ -21,6 +25,11 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     start.add_argument("--mcp-servers", default=None, metavar="JSON", help="same as EXTRA_MCP_SERVERS")
     start.add_argument("--api-key", default=None, metavar="KEY", help="same as AIO_API_KEY")
+    doctor = commands.add_parser(
+        "doctor", help="check what the gateway needs and can use; exit 1 when a required part is missing"
+    )
+    doctor.add_argument("--mcp-servers", default=None, metavar="JSON", help="same as EXTRA_MCP_SERVERS")
+    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     return parser
 
 def main(argv: list[str] | None = None) -> None:
@@ -28,12 +37,15 @@ def main(argv: list[str] | None = None) -> None:
     configure_logging()
     try:
         mcp_servers = None if args.mcp_servers is None else parse_json_object("--mcp-servers", args.mcp_servers)
-        settings = GatewaySettings.from_env(
-            host=args.host, port=args.port, api_key=args.api_key, mcp_servers=mcp_servers
-        )
+        flags = {"host": args.host, "port": args.port, "api_key": args.api_key} if args.command == "start" else {}
+        settings = GatewaySettings.from_env(mcp_servers=mcp_servers, **flags)
     except ConfigError as exc:
         sys.exit(f"aiod: {exc}")
 
+    if args.command == "doctor":
+        checks = asyncio.run(run_checks(settings))
+        print(json.dumps([dataclasses.asdict(c) for c in checks], indent=2) if args.json else format_table(checks))
+        sys.exit(0 if healthy(checks) else 1)
     serve(build_app(settings), settings.host, settings.port)
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ failed are ``isError`` results, produced by the registry and the upstream router
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from mcp import types
@@ -14,10 +15,15 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.routing import Route
 
+from agentbox_common.observability import ToolOutcome, note_tool_call
+
 from . import __version__
 from .mcp_tools.registry import ToolRegistry, current_request
 from .settings import MAX_MCP_BODY_BYTES
 from .upstreams import UpstreamCallForwarder, UpstreamRouter
+
+#: The tool label of calls to names nobody publishes (kept out of the metrics' label values).
+UNKNOWN_TOOL = "<unknown>"
 
 INSTRUCTIONS = (
     "agentbox sandbox: a shell, Python and JavaScript interpreters, a file system and a Chromium "
@@ -37,6 +43,21 @@ def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = 
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        started = time.perf_counter()
+        try:
+            result = await route_call(ctx, params)
+        except MCPError:
+            note_tool_call(params.name if known(params.name) else UNKNOWN_TOOL, ToolOutcome.JSONRPC_ERROR,
+                           time.perf_counter() - started)
+            raise
+        note_tool_call(params.name, ToolOutcome.IS_ERROR if result.is_error else ToolOutcome.OK,
+                       time.perf_counter() - started)
+        return result
+
+    def known(name: str) -> bool:
+        return name in registry or (upstreams is not None and upstreams.route(name) is not None)
+
+    async def route_call(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         name = params.name
         if name in registry:
             token = current_request.set(ctx.request)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentbox_common.observability import ObservabilitySettings
 from agentbox_common.settings import env_csv, env_float, env_json_object, env_str
 
 DEFAULT_PORT = 18091
@@ -34,6 +35,8 @@ class GatewaySettings:
     cdp_url: str = "http://127.0.0.1:9222"
     #: ``AIO_PROXY_TIMEOUT``: the most an app behind ``/proxy/{port}/`` may take to answer (seconds).
     proxy_timeout: float = 60.0
+    #: ``AGENTBOX_METRICS``, ``AGENTBOX_ACCESS_LOG``: ``/metrics`` and the access log.
+    observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GatewaySettings:
@@ -48,6 +51,7 @@ class GatewaySettings:
             "skills_path": Path(env_str("AIO_SKILLS_PATH", str(Path.home() / "skills"), source)),
             "cdp_url": env_str("AIO_CDP_URL", "http://127.0.0.1:9222", source).rstrip("/"),
             "proxy_timeout": env_float("AIO_PROXY_TIMEOUT", 60.0, source, minimum=0.05),
+            "observability": ObservabilitySettings.from_env(source),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

@@ -15,7 +15,8 @@ from starlette.routing import Route
 
 from .adapters import Adapter, load_adapter
 from .locks import WorkspaceLocks
-from .mcp_server import McpEndpoint, build_mcp_asgi
+from .mcp_server import McpEndpoint, McpTokenGuard, build_mcp_asgi
+from .run_stats import RUN_STATS
 from .settings import McpModeSettings
 
 
@@ -49,4 +50,9 @@ def build_app(
         lifespan=lifespan,
     )
     app.state.mcp = endpoint
+    metrics = settings.observability.install(
+        app, "agentbox-mcp-mode", guard=lambda inner: McpTokenGuard(inner, settings.token)
+    )
+    if metrics is not None:
+        metrics.add_collector(RUN_STATS.collect)
     return app

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .run_stats import RUN_STATS
+
 
 class WorkspaceBusy(RuntimeError):
     """Another run holds the workspace."""
@@ -48,6 +50,7 @@ class WorkspaceLocks:
         key = str(workspace)
         with self._guard:
             if key in self._busy:
+                RUN_STATS.busy_refused += 1
                 raise WorkspaceBusy(key)
             if self._lock_dir is not None:
                 self._files[key] = self._lock_file(key)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hmac
 import importlib.metadata
+import time
 from dataclasses import dataclass
 
 from mcp import types
@@ -35,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common.asgi import BEARER_CHALLENGE, bearer_token, refuse
+from agentbox_common.observability import ToolOutcome, note_tool_call
 
 from .adapters.base import Adapter
 from .locks import WorkspaceLocks
@@ -66,9 +68,14 @@ def build_mcp_server(tools: McpTools) -> Server:
     async def call_tool(
         ctx: ServerRequestContext, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        started = time.perf_counter()
         if params.name not in tools:
+            note_tool_call("<unknown>", ToolOutcome.JSONRPC_ERROR, time.perf_counter() - started)
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
-        return await tools.call(params.name, params.arguments)
+        result = await tools.call(params.name, params.arguments)
+        note_tool_call(params.name, ToolOutcome.IS_ERROR if result.is_error else ToolOutcome.OK,
+                       time.perf_counter() - started)
+        return result
 
     return Server(
         "aicodebox",

@@ -26,6 +26,7 @@ import jsonschema
 from jsonschema.exceptions import SchemaError, ValidationError
 
 from .adapters.base import TIMEOUT_EXIT_CODE, Adapter, AgentRequest, add_usage
+from .run_stats import RUN_STATS
 
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 _EDGE_FENCE = re.compile(r"^\s*```[^\n`]*\n(.*?)\n?```\s*$", re.DOTALL)
@@ -173,6 +174,20 @@ class RunOutcome:
 
 async def run_with_json_retry(adapter: Adapter, request: AgentRequest, retries: int) -> RunOutcome:
     """Run ``request``; with ``request.json_schema`` validate and retry in fresh sessions."""
+    RUN_STATS.started += 1
+    try:
+        outcome = await _run_attempts(adapter, request, retries)
+    except BaseException:  # cancelled (client gone, shutdown) or the adapter broke
+        RUN_STATS.failed += 1
+        raise
+    if outcome.failure is None:
+        RUN_STATS.finished += 1
+    else:
+        RUN_STATS.failed += 1
+    return outcome
+
+
+async def _run_attempts(adapter: Adapter, request: AgentRequest, retries: int) -> RunOutcome:
     outcome = RunOutcome()
     current = request
     for index in range(retries + 1):

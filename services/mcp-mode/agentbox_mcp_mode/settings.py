@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentbox_common.observability import ObservabilitySettings
 from agentbox_common.settings import ConfigError, env_bool, env_csv, env_float, env_int, env_str
 
 DEFAULT_PORT = 8081
@@ -76,6 +77,8 @@ class McpModeSettings:
     agent_max_turns: int = 50
     #: ``AICODEBOX_STATE_DIR``: where the built-in agent keeps its sessions (outside the workspace).
     state_dir: Path = field(default_factory=lambda: _default_state_dir(os.environ))
+    #: ``AGENTBOX_METRICS``, ``AGENTBOX_ACCESS_LOG``: ``/metrics`` and the access log.
+    observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> McpModeSettings:
@@ -108,6 +111,7 @@ class McpModeSettings:
             "state_dir": Path(
                 env_str("AICODEBOX_STATE_DIR", "", source).strip() or _default_state_dir(source)
             ),
+            "observability": ObservabilitySettings.from_env(source),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

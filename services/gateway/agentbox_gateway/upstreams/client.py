@@ -24,6 +24,8 @@ from typing import Any
 import aiohttp
 from mcp.types import INTERNAL_ERROR
 
+from agentbox_common.observability import REQUEST_ID_HEADER, current_request_id
+
 from .config import UpstreamConfig
 
 logger = logging.getLogger(__name__)
@@ -155,6 +157,12 @@ async def _note_reuse(session: aiohttp.ClientSession, context: Any, params: Any)
     context.trace_request_ctx["reused"] = True
 
 
+def _request_id_header() -> dict[str, str] | None:
+    """The id of the request being served, so the upstream's logs can be matched with ours."""
+    request_id = current_request_id()
+    return {REQUEST_ID_HEADER: request_id} if request_id else None
+
+
 class UpstreamClient:
     """Talks to one upstream over keep-alive connections; requests run concurrently."""
 
@@ -197,7 +205,8 @@ class UpstreamClient:
         for _ in range(MAX_STALE_CONNECTIONS):
             connection = {"reused": False}
             try:
-                return await self._http().post(self.config.url, data=body, trace_request_ctx=connection)
+                return await self._http().post(self.config.url, data=body, headers=_request_id_header(),
+                                               trace_request_ctx=connection)
             except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
                 if not connection["reused"] or isinstance(exc, aiohttp.ClientConnectorError):
                     raise

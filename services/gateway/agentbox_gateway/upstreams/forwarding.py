@@ -15,6 +15,7 @@ bodies over 64 KiB, which would cost more to parse twice than the door costs."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Container, Mapping
 from typing import Any
 
@@ -37,6 +38,8 @@ from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agentbox_common.observability import ToolOutcome, note_tool_call
 
 from .client import UpstreamRpcError
 from .router import Route, UpstreamRouter
@@ -74,8 +77,10 @@ class UpstreamCallForwarder:
         if forwarded is None:
             await self.door(scope, _replay(body, receive), send)
             return
-        request_id, route, arguments = forwarded
+        request_id, name, route, arguments = forwarded
+        started = time.perf_counter()
         status, answer = await self._answer(route, arguments, version)
+        note_tool_call(name, _outcome(answer), time.perf_counter() - started)
         content = json.dumps({"jsonrpc": "2.0", "id": request_id, **answer}, ensure_ascii=False,
                              separators=(",", ":"))
         await Response(content, status_code=status, media_type="application/json")(scope, receive, send)
@@ -97,8 +102,8 @@ class UpstreamCallForwarder:
 
     def _forwardable(
         self, body: bytes, version: str, headers: Headers
-    ) -> tuple[int | str, Route, dict[str, Any] | None] | None:
-        """``(id, route, arguments)`` of a valid ``tools/call`` for an upstream tool, else ``None``."""
+    ) -> tuple[int | str, str, Route, dict[str, Any] | None] | None:
+        """``(id, name, route, arguments)`` of a valid ``tools/call`` for an upstream tool, else ``None``."""
         try:
             message = json.loads(body)
         except (ValueError, RecursionError):
@@ -119,7 +124,7 @@ class UpstreamCallForwarder:
         if version in MODERN_PROTOCOL_VERSIONS and not self._modern_rules_hold(message, name, arguments, headers):
             return None
         route = self.router.route(name)
-        return (request_id, route, arguments) if route is not None else None
+        return (request_id, name, route, arguments) if route is not None else None
 
     def _modern_rules_hold(self, message: dict[str, Any], name: str, arguments: dict[str, Any] | None,
                            headers: Headers) -> bool:
@@ -163,6 +168,12 @@ class UpstreamCallForwarder:
         elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
             shaped["_meta"] = {**meta, SERVER_INFO_META_KEY: self.server_info}
         return shaped
+
+
+def _outcome(answer: dict[str, Any]) -> ToolOutcome:
+    if "error" in answer:
+        return ToolOutcome.JSONRPC_ERROR
+    return ToolOutcome.IS_ERROR if answer["result"].get("isError") else ToolOutcome.OK
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

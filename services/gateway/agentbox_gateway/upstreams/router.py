@@ -162,6 +162,10 @@ class UpstreamRouter:
         self._routes = routes
         return tools
 
+    def health(self) -> dict[str, bool]:
+        """Whether each upstream answered when last asked (only those asked since start-up)."""
+        return {name: not reason for name, reason in self._state.items()}
+
     def route(self, name: str) -> Route | None:
         """The table's entry, else the first upstream whose prefix the name carries: a tool of an
         upstream that was down at the last listing still gets a call (and an ``isError`` if down)."""
@@ -187,6 +191,7 @@ class UpstreamRouter:
             raw = await client.call_tool(original, arguments)
         except UpstreamUnavailable as exc:
             logger.warning("upstream %s: tools/call %s failed: %s", client.name, original, exc)
+            self._set_state(client, str(exc))
             return _failure(f"upstream {client.name} unavailable: {exc}")
         try:
             types.CallToolResult.model_validate(raw)

@@ -19,6 +19,7 @@ from ..adapters import Adapter, load_adapter
 from ..app import healthz_route, mcp_routes
 from ..locks import WorkspaceLocks
 from ..mcp_server import build_mcp_asgi
+from ..run_stats import RUN_STATS
 from ..workspace import Workspace
 from . import routes_files, routes_openai, routes_run
 from .auth import ApiTokenGuard
@@ -55,5 +56,8 @@ def build_api_app(
         app.router.routes.extend(mcp_routes(endpoint, MCP_PATHS))
         exempt += MCP_PATHS
     app.add_middleware(ApiTokenGuard, token=settings.token, exempt_paths=exempt)
+    metrics = settings.mcp.observability.install(app, "agentbox-api")
+    if metrics is not None:
+        metrics.add_collector(RUN_STATS.collect)
     app.state.locks, app.state.registry, app.state.mcp = locks, registry, endpoint
     return app

@@ -322,6 +322,10 @@ class CodePlane:
             raise
         return session.info(), True
 
+    @property
+    def session_count(self) -> int:
+        return len(self._sessions)
+
     async def list_sessions(self, language: str | None = None) -> list[SessionInfo]:
         await self._expire_sessions()
         name = None if language is None else normalize_language(language)

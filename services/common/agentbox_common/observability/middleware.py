@@ -1,0 +1,156 @@
+"""One ASGI middleware, outermost in each app, for request ids, request metrics and the access log.
+
+Outermost so that refusals by the auth, Origin and Host guards are counted, logged and carry an
+``x-request-id`` like every other answer. It reads the route template Starlette leaves in
+``scope["route"]`` after routing (no matching of its own), so its cost is a few dictionary look-ups
+and, when enabled, one log record."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..redaction import redact_query
+from ..settings import env_bool, env_str
+from .metrics import UNMATCHED_ROUTE, Metrics, metrics_route
+from .request_ids import (
+    REQUEST_ID_HEADER,
+    accepted_request_id,
+    reset_current_request_id,
+    set_current_request_id,
+)
+from .tool_calls import RequestRecord, current_record
+
+access_logger = logging.getLogger("agentbox.access")
+_HEADER = REQUEST_ID_HEADER.encode()
+
+
+@dataclass(frozen=True)
+class ObservabilitySettings:
+    #: ``AGENTBOX_METRICS``: serve ``/metrics`` and count requests.
+    metrics: bool = True
+    #: ``AGENTBOX_ACCESS_LOG``: one log line per request on the ``agentbox.access`` logger.
+    access_log: bool = True
+    #: ``OTEL_EXPORTER_OTLP_ENDPOINT`` set: export a span per request over OTLP/HTTP.
+    traces: bool = False
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ObservabilitySettings:
+        return cls(
+            metrics=env_bool("AGENTBOX_METRICS", True, env),
+            access_log=env_bool("AGENTBOX_ACCESS_LOG", True, env),
+            traces=bool(env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "", env).strip()),
+        )
+
+    def install(
+        self, app: Starlette, service_name: str, guard: Callable[[ASGIApp], ASGIApp] | None = None
+    ) -> Metrics | None:
+        """Serve ``/metrics`` (when on; wrapped in ``guard`` where the app's auth is not a middleware)
+        and wrap ``app`` in the middleware, outermost: call it after every other ``add_middleware``.
+        Returns the metrics, for app-specific collectors."""
+        metrics = Metrics() if self.metrics else None
+        if metrics is not None:
+            app.router.routes.insert(0, metrics_route(metrics, guard))
+        app.add_middleware(ObservabilityMiddleware, metrics=metrics, access_log=self.access_log)
+        if self.traces:
+            from .tracing import traced
+
+            app.add_middleware(traced, service_name=service_name)
+        return metrics
+
+
+def route_template(scope: Scope) -> str:
+    """The matched route's path template under its mount, or ``unmatched``. A mount is left in
+    ``scope["route"]`` when its own routes matched nothing (unmatched) or when it serves an app
+    without routes (its prefix and ``{path}``)."""
+    route = scope.get("route")
+    if isinstance(route, Mount):
+        return UNMATCHED_ROUTE if route.routes else f"{scope.get('root_path', '')}/{{path}}"
+    path = getattr(route, "path", None)
+    if not isinstance(path, str):
+        return UNMATCHED_ROUTE
+    return scope.get("root_path", "") + path
+
+
+class ObservabilityMiddleware:
+    def __init__(self, app: ASGIApp, metrics: Metrics | None, *, access_log: bool = True) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.access_log = access_log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        request_id = accepted_request_id(_header(scope, _HEADER))
+        record = RequestRecord(request_id=request_id, metrics=self.metrics)
+        status = 0
+        started = time.perf_counter()
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            kind = message["type"]
+            if kind in ("http.response.start", "websocket.http.response.start"):
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), (_HEADER, request_id.encode())]
+            elif kind == "websocket.accept":
+                status = 101
+                message["headers"] = [*message.get("headers", ()), (_HEADER, request_id.encode())]
+            elif kind == "websocket.close" and not status:
+                status = 403  # closed before the handshake completed: the server answers 403
+            await send(message)
+
+        id_token = set_current_request_id(request_id)
+        record_token = current_record.set(record)
+        try:
+            await self.app(scope, receive, send_with_id)
+        except BaseException:
+            status = status or 500
+            raise
+        finally:
+            current_record.reset(record_token)
+            reset_current_request_id(id_token)
+            self._finish(scope, record, status, time.perf_counter() - started)
+
+    def _finish(self, scope: Scope, record: RequestRecord, status: int, seconds: float) -> None:
+        method = scope.get("method", "WS") if scope["type"] == "http" else "WS"
+        route = route_template(scope)
+        if self.metrics is not None:
+            self.metrics.observe_request(method, route, status, seconds)
+        if self.access_log and access_logger.isEnabledFor(logging.INFO):
+            client = scope.get("client")
+            fields = {
+                "request_id": record.request_id,
+                "method": method,
+                "route": route,
+                "path": scope.get("path", ""),
+                "query": redact_query(scope.get("query_string", b"").decode("latin-1")),
+                "status": status,
+                "duration_ms": round(seconds * 1000, 3),
+                "client": f"{client[0]}:{client[1]}" if client else None,
+                "tool": ",".join(record.tools) or None,
+            }
+            access_logger.info(_text_line(fields), extra={"fields": fields})
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value
+    return None
+
+
+def _text_line(fields: dict[str, object]) -> str:
+    target = fields["path"] + (f"?{fields['query']}" if fields["query"] else "")
+    line = f"{fields['method']} {target} {fields['status']} {fields['duration_ms']}ms rid={fields['request_id']}"
+    if fields["client"]:
+        line += f" client={fields['client']}"
+    if fields["tool"]:
+        line += f" tool={fields['tool']}"
+    return line
