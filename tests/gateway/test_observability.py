@@ -3,6 +3,7 @@ every answer and towards upstreams, and one access-log line per request without 
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from dataclasses import replace
@@ -153,3 +154,20 @@ def test_access_log_off(gateway_settings: GatewaySettings, caplog: pytest.LogCap
 def test_bad_observability_variable_is_named() -> None:
     with pytest.raises(ValueError, match="AGENTBOX_METRICS"):
         GatewaySettings.from_env({"AGENTBOX_METRICS": "maybe"})
+
+
+def test_log_lines_of_a_request_name_its_id(gateway_settings: GatewaySettings) -> None:
+    """A JSON line logged while a request is served (here: an upstream that is down) carries its id."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)  # formats as the line is logged, as the services' handler does
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("agentbox_gateway")
+    logger.addHandler(handler)
+    servers = {"gone": {"url": "http://127.0.0.1:9/mcp", "prefix": "gone"}}
+    try:
+        with serve_app(build_app(replace(gateway_settings, mcp_servers=servers))) as base:
+            call_tool(f"{base}/mcp", "gone_tool", {}, headers={"x-request-id": "warned-7"})
+    finally:
+        logger.removeHandler(handler)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert any(line.get("request_id") == "warned-7" and "gone" in line["message"] for line in lines), lines

@@ -1,5 +1,5 @@
 """Logging set-up shared by the services: plain text by default, one JSON object per line with
-``LOG_FORMAT=json``. Secrets are never passed to loggers, so no scrubbing happens here."""
+``LOG_FORMAT=json``, naming the request (``request_id``) a line was logged for."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import logging
 import os
 import sys
 import time
+
+from .observability.request_ids import current_request_id
 
 
 class JsonFormatter(logging.Formatter):
@@ -19,6 +21,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        request_id = current_request_id()
+        if request_id is not None:  # lines logged while a request is served name it
+            entry["request_id"] = request_id
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):  # structured lines (the access log) keep their fields as keys
             entry.update(fields)
