@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import os
+import time
 from pathlib import Path
 
 import httpx
@@ -24,6 +25,7 @@ from agent_sandbox.types import (
 )
 
 from agentbox_gateway import __version__
+from tests.support.fifos import watched_fifo
 
 
 @pytest.fixture
@@ -48,6 +50,15 @@ def test_write_read_replace_search(client: Sandbox, tmp_path: Path) -> None:
     assert Path(target).read_text() == "3\n7\n13\n5\n\ntail"
 
 
+def test_write_refuses_a_fifo_at_once(client: Sandbox, tmp_path: Path) -> None:
+    with watched_fifo(tmp_path / "pipe") as fifo:
+        started = time.monotonic()
+        response = client.file.write_file(file=str(fifo), content="x")
+        assert time.monotonic() - started < 2
+    assert response.success is False and response.message == "Failed to write file: not a regular file"
+    assert response.data.model_extra["error_type"] == "invalid_target"
+
+
 def test_failures_parse_and_carry_the_error(client: Sandbox, tmp_path: Path) -> None:
     missing = str(tmp_path / "missing.txt")
     response = client.file.read_file(file=missing)
@@ -60,11 +71,7 @@ def test_failures_parse_and_carry_the_error(client: Sandbox, tmp_path: Path) -> 
     directory = client.file.list_path(path=missing)
     assert directory.success is False and directory.data.model_extra["error_type"] == "not_found"
     grep = client.file.grep_files(path=str(tmp_path), pattern="(")
-    assert (
-        grep.success is False
-        and grep.data.pattern == "("
-        and grep.data.model_extra["error_type"] == "bad_request"
-    )
+    assert grep.success is False and grep.data.pattern == "(" and grep.data.model_extra["error_type"] == "bad_request"
     (tmp_path / "latin.txt").write_bytes(b"\xe9t\xe9")
     decode = client.file.read_file(file=str(tmp_path / "latin.txt"))
     assert decode.success is False and decode.data.model_extra["error_type"] == "decode_error"
@@ -107,14 +114,8 @@ def test_str_replace_editor(client: Sandbox, tmp_path: Path) -> None:
     target = str(tmp_path / "ed.py")
     created = client.file.str_replace_editor(command="create", path=target, file_text="x = 1\n")
     assert isinstance(created.data, StrReplaceEditorResult) and created.data.prev_exist is False
-    edited = client.file.str_replace_editor(
-        command="str_replace", path=target, old_str="x = 1", new_str="x = 2"
-    )
-    assert (
-        edited.success is True
-        and edited.data.old_content == "x = 1\n"
-        and edited.data.new_content == "x = 2\n"
-    )
+    edited = client.file.str_replace_editor(command="str_replace", path=target, old_str="x = 1", new_str="x = 2")
+    assert edited.success is True and edited.data.old_content == "x = 1\n" and edited.data.new_content == "x = 2\n"
     refused = client.file.str_replace_editor(command="str_replace", path=target, old_str="nope", new_str="")
     assert refused.success is False and refused.data.error.startswith("No replacement was performed")
     assert refused.message == refused.data.error
