@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentbox_common.settings import env_csv, env_float, env_json_object, env_str
+from agentbox_common.settings import env_csv, env_float, env_int, env_json_object, env_str
 
 DEFAULT_PORT = 18091
 MAX_MCP_BODY_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_UPLOAD_BYTES = 1024**3
+DEFAULT_CODE_MEMORY_LIMIT_MB = 4096
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,10 @@ class GatewaySettings:
     skills_path: Path = field(default_factory=lambda: Path.home() / "skills")
     #: ``AIO_CDP_URL``: Chromium's DevTools HTTP endpoint (loopback).
     cdp_url: str = "http://127.0.0.1:9222"
+    #: ``AIO_MAX_UPLOAD_BYTES``: the largest ``/v1/file/upload`` body (413 beyond it).
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
+    #: ``AIO_CODE_MEMORY_LIMIT_MB``: data memory of each code-execution process (0: no limit).
+    code_memory_limit_mb: int = DEFAULT_CODE_MEMORY_LIMIT_MB
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GatewaySettings:
@@ -45,6 +51,10 @@ class GatewaySettings:
             "upstream_call_timeout": env_float("AIO_MCP_CALL_TIMEOUT", 300.0, source, minimum=0.05),
             "skills_path": Path(env_str("AIO_SKILLS_PATH", str(Path.home() / "skills"), source)),
             "cdp_url": env_str("AIO_CDP_URL", "http://127.0.0.1:9222", source).rstrip("/"),
+            "max_upload_bytes": env_int("AIO_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES, source, minimum=1),
+            "code_memory_limit_mb": env_int(
+                "AIO_CODE_MEMORY_LIMIT_MB", DEFAULT_CODE_MEMORY_LIMIT_MB, source, minimum=0
+            ),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
