@@ -133,17 +133,24 @@ async def test_a_shell_that_must_die_is_replaced_in_the_same_directory(plane: Sh
     assert (await plane.run("pwd")).output.text() == "/usr\n"
 
 
-async def test_earlier_background_jobs_survive_a_timeout_and_die_with_the_session(plane: ShellPlane) -> None:
+@pytest.mark.parametrize(
+    "earlier, later",
+    [("sleep {old} &", "sleep {new}"), ("setsid sleep {old} &", "setsid sleep {new} & sleep 30")],
+    ids=["job", "setsid"],
+)
+async def test_earlier_background_jobs_survive_a_timeout_and_die_with_the_session(
+    plane: ShellPlane, earlier: str, later: str
+) -> None:
     old, new = sleep_token(), sleep_token()
     session = await plane.create_session()
-    await plane.run(f"sleep {old} &", session_id=session.session_id)
+    await plane.run(earlier.format(old=old), session_id=session.session_id)
     assert await eventually(lambda: live_processes(f"sleep {old}"))
-    record = await plane.run(f"sleep {new}", session_id=session.session_id, time_limit=1)
+    record = await plane.run(later.format(new=new), session_id=session.session_id, time_limit=1)
     assert record.status == "hard_timeout"
-    assert await eventually(lambda: not live_processes(f"sleep {new}"), 1)
+    assert await eventually(lambda: not live_processes(f"sleep {new}"), 2)
     assert live_processes(f"sleep {old}")
     await plane.close_session(session.session_id)
-    assert await eventually(lambda: not live_processes(f"sleep {old}"), 1)
+    assert await eventually(lambda: not live_processes(f"sleep {old}"), 2)
     with pytest.raises(SessionNotFound):
         await plane.session(session.session_id)
 
@@ -199,19 +206,6 @@ async def test_setsid_processes_die_with_the_command_and_the_session(plane: Shel
     assert await eventually(lambda: live_processes(f"sleep {closed}"))
     await plane.aclose()
     assert await eventually(lambda: not live_processes(f"sleep {closed}"), 2)
-
-
-async def test_earlier_setsid_jobs_survive_a_later_timeout(plane: ShellPlane) -> None:
-    old, new = sleep_token(), sleep_token()
-    session = await plane.create_session()
-    await plane.run(f"setsid sleep {old} &", session_id=session.session_id)
-    assert await eventually(lambda: live_processes(f"sleep {old}"))
-    record = await plane.run(f"setsid sleep {new} & sleep 30", session_id=session.session_id, time_limit=1)
-    assert record.status == "hard_timeout"
-    assert await eventually(lambda: not live_processes(f"sleep {new}"), 2)
-    assert live_processes(f"sleep {old}")
-    await plane.close_session(session.session_id)
-    assert await eventually(lambda: not live_processes(f"sleep {old}"), 2)
 
 
 async def test_busy_sessions_refuse_or_queue(plane: ShellPlane) -> None:
