@@ -2,11 +2,13 @@
 exported variables, aliases and shell functions persist between commands.
 
 The shell runs in its own kernel session (``setsid``) with job control on (``set -m``): every pipeline
-gets its own process group. A timeout or kill SIGKILLs the groups the command started (found in
-``/proc`` by kernel session and start time; earlier background jobs are spared) and sends the shell a
-signal whose trap abandons the rest of the command line, so the session keeps its state. Where that
-cannot work (the trap fires inside a shell function, or a builtin blocks), the shell is killed and the
-session transparently restarts in the same directory on its next command, with a note in the output."""
+gets its own process group. It is a child subreaper, so whatever it started stays below it in the
+process tree, even after ``setsid`` or a double fork. A timeout or kill SIGKILLs what the command
+started (found in ``/proc`` by ancestry and start time; earlier background jobs are spared) and sends
+the shell a signal whose trap abandons the rest of the command line, so the session keeps its state.
+Where that cannot work (the trap fires inside a shell function, or a builtin blocks), the shell is
+killed and the session transparently restarts in the same directory on its next command, with a note
+in the output. Closing a session kills everything it started, then its shell."""
 
 from __future__ import annotations
 
