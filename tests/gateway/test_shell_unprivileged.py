@@ -1,12 +1,16 @@
 """The REST shell as the image runs it: ``aiod start`` as a non-root user (so the gateway is
 non-dumpable and its ``/proc/<pid>/fd`` is closed to its own shells), driven by the agent-sandbox SDK.
 
-Run as root (as the suite usually is), the gateway is started as ``nobody`` with ``setpriv``."""
+Run as root (as the suite usually is), the gateway is started as ``nobody`` with ``setpriv``; as
+any other user, it runs as that user."""
 
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -14,22 +18,37 @@ from collections.abc import Iterator
 import pytest
 from agent_sandbox import Sandbox
 
+from tests.support.requirements import missing
 from tests.support.servers import console_script, free_port, run_command
+
+
+def _as_nobody(command: list[str], home: str) -> list[str]:
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        missing("setpriv (util-linux) is needed to run the gateway as a non-root user")
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        missing("there is no 'nobody' user to run the gateway as")
+    as_nobody = [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]
+    probe = subprocess.run(
+        [*as_nobody, sys.executable, "-c", "import agentbox_gateway"], capture_output=True, timeout=60
+    )
+    if probe.returncode:
+        missing(f"'nobody' cannot run this checkout's Python: {probe.stderr.decode(errors='replace')[-300:]}")
+    os.chown(home, nobody.pw_uid, nobody.pw_gid)
+    return [*as_nobody, *command]
 
 
 @pytest.fixture(scope="module")
 def unprivileged_gateway() -> Iterator[str]:
     home = tempfile.mkdtemp(prefix="agentbox-nobody-")
     command = [console_script("aiod"), "start"]
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("setpriv (util-linux) is needed to run the gateway as a non-root user")
-        shutil.chown(home, "nobody", "nogroup")
-        command = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     try:
+        if os.geteuid() == 0:
+            command = _as_nobody(command, home)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
         with run_command([*command, "--port", str(port)], env={"HOME": home}, ready_url=f"{url}/health"):
             yield url
     finally:
