@@ -67,11 +67,12 @@ async def session_counts(gateway: str) -> AsyncIterator[list[int]]:
             await task
 
 
-async def close_all_and_check(gateway: str, fds_before: int) -> None:
+async def close_all_and_check(gateway: str, fds_before: int, shells_before: set[int]) -> None:
+    """Close every session: no shell of this gateway may remain (others' may), nor its descriptors."""
     async with httpx.AsyncClient(base_url=gateway, timeout=60) as http:
         assert (await http.delete("/v1/shell/sessions")).status_code == 200
         assert (await http.get("/v1/shell/sessions/stats")).json()["data"]["total_sessions"] == 0
-    assert await eventually(lambda: not bash_children(), 5), bash_children()
+    assert await eventually(lambda: set(bash_children()) <= shells_before, 5), bash_children()
     assert open_fds() <= fds_before + 8, (fds_before, open_fds())
 
 
@@ -80,7 +81,7 @@ async def gather_timed(calls: list[Awaitable[Any]]) -> list[Any]:
 
 
 async def test_mcp_new_sessions_at_once_respect_the_limit(gateway: str, mcp_url: str) -> None:
-    fds_before = open_fds()
+    fds_before, shells_before = open_fds(), set(bash_children())
     async with Client(mcp_url) as client, session_counts(gateway) as seen:
         arguments = {"cmd": "sleep 0.3; echo ok", "new_session": True}
         results = await gather_timed([client.call_tool("sandbox_execute_bash", arguments) for _ in range(CLIENTS)])
@@ -90,11 +91,11 @@ async def test_mcp_new_sessions_at_once_respect_the_limit(gateway: str, mcp_url:
     assert all(LIMIT_TEXT in text for text in refused), refused
     assert len(done) >= MAX_SESSIONS
     assert max(seen) <= MAX_SESSIONS
-    await close_all_and_check(gateway, fds_before)
+    await close_all_and_check(gateway, fds_before, shells_before)
 
 
 async def test_rest_exec_without_id_at_once_respects_the_limit(gateway: str) -> None:
-    fds_before = open_fds()
+    fds_before, shells_before = open_fds(), set(bash_children())
     limits = httpx.Limits(max_connections=CLIENTS)
     async with httpx.AsyncClient(base_url=gateway, timeout=60, limits=limits) as http, session_counts(gateway) as seen:
         body = {"command": "sleep 0.3; echo ok"}
@@ -107,4 +108,4 @@ async def test_rest_exec_without_id_at_once_respects_the_limit(gateway: str) -> 
     ]
     assert len(done) >= MAX_SESSIONS
     assert max(seen) <= MAX_SESSIONS
-    await close_all_and_check(gateway, fds_before)
+    await close_all_and_check(gateway, fds_before, shells_before)
