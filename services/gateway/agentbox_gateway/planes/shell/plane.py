@@ -97,8 +97,8 @@ class ShellPlane:
             ]
             if not evictable:
                 raise SessionLimit(
-                    f"too many shell sessions (limit {self.max_sessions}): all are running "
-                    "commands or starting; close one or retry when one is idle"
+                    f"too many shell sessions (limit {self.max_sessions}), and none may be replaced (only "
+                    "idle ones made without an id are): retry when a command has ended, or close a session"
                 )
             doomed.append(min(evictable, key=lambda s: s.last_used))
         for session in doomed:
