@@ -21,15 +21,16 @@ from .record import CommandRecord
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _PR_SET_CHILD_SUBREAPER = 36
-#: Resolved once in the gateway: the forked child must only make the call.
-_prctl = ctypes.CDLL(None, use_errno=True).prctl
+#: Resolved once in the gateway: the forked child must only make the call (None: not Linux).
+_prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
 #: Rounds of "find, kill" before giving up on a tree that keeps forking.
 KILL_ROUNDS = 20
 
 
 def become_subreaper() -> None:
     """``preexec_fn`` of a shell: adopt orphaned descendants (see the module docstring)."""
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    if _prctl is not None:
+        _prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 @dataclass(frozen=True)
