@@ -35,8 +35,8 @@ SEED_ENTRY = {
 
 SEED_STEP_3 = {
     "language": "python",
-    "code": "nums = [int(n) for n in open(\"/tmp/agent-data.txt\").read().split()]\n"
-            "open(\"/tmp/agent-result.txt\", \"w\").write(str(sum(nums)))\nprint(\"sum written\")",
+    "code": 'nums = [int(n) for n in open("/tmp/agent-data.txt").read().split()]\n'
+    'open("/tmp/agent-result.txt", "w").write(str(sum(nums)))\nprint("sum written")',
 }
 
 
@@ -77,8 +77,7 @@ def test_non_zero_exit_is_an_error_result(mcp_url: str) -> None:
 def test_javascript_console_log_and_exception(mcp_url: str) -> None:
     ok = call_tool(mcp_url, "sandbox_execute_code", {"language": "javascript", "code": "console.log('hello', 1 + 1)"})
     assert ok == {"content": [{"type": "text", "text": "hello 2\n"}], "isError": False}
-    failed = call_tool(mcp_url, "sandbox_execute_code",
-                       {"language": "javascript", "code": "null.boom"})
+    failed = call_tool(mcp_url, "sandbox_execute_code", {"language": "javascript", "code": "null.boom"})
     assert failed["isError"] is True
     text = tool_text(failed)
     assert "TypeError: Cannot read properties of null (reading 'boom')" in text and "<cell-1>:1" in text
@@ -95,8 +94,9 @@ def test_bad_arguments_are_error_results(mcp_url: str) -> None:
 
 def test_timeout_kills_the_loop_and_the_next_call_works(mcp_url: str) -> None:
     started = time.monotonic()
-    stuck = call_tool(mcp_url, "sandbox_execute_code", {"code": "print('spinning', flush=True)\nwhile True: pass",
-                                                        "timeout": 1})
+    stuck = call_tool(
+        mcp_url, "sandbox_execute_code", {"code": "print('spinning', flush=True)\nwhile True: pass", "timeout": 1}
+    )
     assert time.monotonic() - started < 8
     assert stuck["isError"] is True
     assert tool_text(stuck) == "spinning\nTimeoutError: Execution timed out after 1 second"
@@ -114,13 +114,18 @@ def test_expression_value_answers_when_nothing_is_printed(mcp_url: str) -> None:
     assert tool_text(call_tool(mcp_url, "sandbox_execute_code", {"code": "6 * 7"})) == "42"
 
 
-def test_api_key_never_reaches_the_interpreter(gateway_settings: GatewaySettings,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_api_key_never_reaches_the_interpreter(
+    gateway_settings: GatewaySettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AIO_API_KEY", "code-secret")
     with serve_app(build_app(replace(gateway_settings, api_key="code-secret"))) as url:
         auth = {"Authorization": "Bearer code-secret"}
-        answer = call_tool(f"{url}/mcp", "sandbox_execute_code",
-                           {"code": "import os\nprint(os.environ.get('AIO_API_KEY'))"}, headers=auth)
+        answer = call_tool(
+            f"{url}/mcp",
+            "sandbox_execute_code",
+            {"code": "import os\nprint(os.environ.get('AIO_API_KEY'))"},
+            headers=auth,
+        )
         assert answer == {"content": [{"type": "text", "text": "None\n"}], "isError": False}
 
 
@@ -137,3 +142,14 @@ async def test_through_the_official_sdk(mcp_url: str) -> None:
             arguments = {"language": "javascript", "code": "console.log(40 + 2)"}
             js = await client.call_tool("sandbox_execute_code", arguments)
             assert not js.is_error and js.content[0].text == "42\n"
+
+
+def test_memory_limit_is_an_error_naming_the_variable(gateway_settings: GatewaySettings) -> None:
+    limited = replace(gateway_settings, code_memory_limit_mb=64)
+    with serve_app(build_app(limited)) as url:
+        hog = call_tool(f"{url}/mcp", "sandbox_execute_code", {"code": "block = bytearray(128 * 1024 * 1024)"})
+        assert hog["isError"] is True
+        assert "MemoryError" in tool_text(hog) and "64 MiB" in tool_text(hog)
+        assert "AIO_CODE_MEMORY_LIMIT_MB" in tool_text(hog)
+        fine = call_tool(f"{url}/mcp", "sandbox_execute_code", {"code": "print('fine')"})
+        assert fine.get("isError") is not True and tool_text(fine) == "fine\n"

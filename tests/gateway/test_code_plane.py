@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -53,8 +54,9 @@ async def test_python_prints_and_shows_the_last_expression(plane: CodePlane) -> 
 
 
 async def test_python_captures_subprocess_output(plane: CodePlane) -> None:
-    run = await plane.execute("python", "import os, subprocess\nprint('a', flush=True)\n"
-                                        "os.system('echo b')\nsubprocess.run(['echo', 'c'])")
+    run = await plane.execute(
+        "python", "import os, subprocess\nprint('a', flush=True)\nos.system('echo b')\nsubprocess.run(['echo', 'c'])"
+    )
     assert run.stdout == "a\nb\nc\n"
 
 
@@ -89,10 +91,15 @@ async def test_python_top_level_await(plane: CodePlane) -> None:
 
 
 async def test_stateless_python_calls_are_isolated_and_warm(plane: CodePlane) -> None:
-    first = await plane.execute("python", "import os, sys\nsecret = 1\nos.environ['LEAK'] = '1'\n"
-                                          "sys.modules['json'] = None\nprint(os.getpid(), os.getppid())")
-    second = await plane.execute("python", "import os, json\nprint('secret' in globals(), os.environ.get('LEAK'))\n"
-                                           "print(os.getpid(), os.getppid())")
+    first = await plane.execute(
+        "python",
+        "import os, sys\nsecret = 1\nos.environ['LEAK'] = '1'\n"
+        "sys.modules['json'] = None\nprint(os.getpid(), os.getppid())",
+    )
+    second = await plane.execute(
+        "python",
+        "import os, json\nprint('secret' in globals(), os.environ.get('LEAK'))\nprint(os.getpid(), os.getppid())",
+    )
     assert second.status == "ok", second
     lines = second.stdout.splitlines()
     assert lines[0] == "False None"
@@ -103,8 +110,9 @@ async def test_stateless_python_calls_are_isolated_and_warm(plane: CodePlane) ->
 
 
 async def test_background_output_does_not_leak_into_the_next_call(plane: CodePlane) -> None:
-    first = await plane.execute("python", "import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 0.3; echo LATE'])\n"
-                                          "print('first')")
+    first = await plane.execute(
+        "python", "import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 0.3; echo LATE'])\nprint('first')"
+    )
     assert first.stdout == "first\n"
     second = await plane.execute("python", "import time\ntime.sleep(0.8)\nprint('second')")
     assert (second.stdout, second.stderr) == ("second\n", "")
@@ -112,8 +120,11 @@ async def test_background_output_does_not_leak_into_the_next_call(plane: CodePla
 
 async def test_timeout_kills_the_process_group_and_the_next_call_works(plane: CodePlane) -> None:
     started = time.monotonic()
-    run = await plane.execute("python", "import subprocess\nchild = subprocess.Popen(['sleep', '60'])\n"
-                                        "print(child.pid, flush=True)\nwhile True: pass", timeout=1)
+    run = await plane.execute(
+        "python",
+        "import subprocess\nchild = subprocess.Popen(['sleep', '60'])\nprint(child.pid, flush=True)\nwhile True: pass",
+        timeout=1,
+    )
     assert time.monotonic() - started < 6
     assert run.status == "timeout" and run.error is not None and run.error.ename == "TimeoutError"
     assert "timed out after 1 second" in run.error.evalue
@@ -155,6 +166,67 @@ async def test_a_session_that_ignores_the_interrupt_is_restarted(plane: CodePlan
     assert stuck.status == "timeout" and "state is lost" in stuck.error.evalue
     fresh = await plane.execute("python", "print('y' in globals())", session_id=sid)
     assert (fresh.status, fresh.stdout) == ("ok", "False\n")
+
+
+def _reaped(pid: int) -> bool:
+    return not Path(f"/proc/{pid}").exists()
+
+
+async def wait_reaped(pid: int) -> None:
+    """Until the killed interpreter is gone and reaped (so the plane has seen it die)."""
+    for _ in range(200):
+        if _reaped(pid):
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"process {pid} is still there")
+
+
+@pytest.mark.parametrize(
+    "language, setup, pid_code, probe",
+    [
+        ("python", "x = 1", "import os; os.getpid()", "x"),
+        pytest.param("javascript", "var x = 1", "process.pid", "x", marks=needs_node),
+    ],
+)
+async def test_a_session_whose_interpreter_died_says_it_was_lost(
+    plane: CodePlane, language: str, setup: str, pid_code: str, probe: str
+) -> None:
+    sid = (await plane.execute(language, setup, stateful=True)).session_id
+    pid = int((await plane.execute(language, pid_code, session_id=sid)).result["text/plain"])
+    os.kill(pid, signal.SIGKILL)
+    await wait_reaped(pid)
+    lost = await plane.execute(language, probe, session_id=sid)
+    assert (lost.status, lost.error.ename) == ("error", "SessionLost")
+    assert "killed by signal 9" in lost.error.evalue and "was not run" in lost.error.evalue
+    again = await plane.execute(language, "1 + 1", session_id=sid)
+    assert (again.status, again.result, again.execution_count) == ("ok", {"text/plain": "2"}, 1)
+
+
+async def test_memory_limit_stops_python_with_a_clear_error(tmp_path: Path) -> None:
+    code = CodePlane(GatewaySettings.from_env({"AIO_CODE_MEMORY_LIMIT_MB": "64"}))
+    try:
+        hog = "block = bytearray(128 * 1024 * 1024)"
+        for run in (await code.execute("python", hog), await code.execute("python", hog, stateful=True)):
+            assert (run.status, run.error.ename) == ("error", "MemoryError")
+            assert "64 MiB" in run.error.evalue and "AIO_CODE_MEMORY_LIMIT_MB" in run.error.text
+        assert (await code.execute("python", "print('fine')")).stdout == "fine\n"
+        small = await code.execute("python", "len(bytearray(8 * 1024 * 1024))", session_id=run.session_id)
+        assert small.result == {"text/plain": "8388608"}
+    finally:
+        await code.aclose()
+
+
+@needs_node
+async def test_memory_limit_stops_javascript_and_the_next_call_works() -> None:
+    code = CodePlane(GatewaySettings.from_env({"AIO_CODE_MEMORY_LIMIT_MB": "64"}))
+    try:
+        hog = "const a = []; for (let i = 0; i < 64; i++) a.push(new Array(512 * 1024).fill(i)); console.log(a.length)"
+        run = await code.execute("javascript", hog)
+        assert (run.status, run.error.ename) == ("error", "ProcessExited")
+        assert "AIO_CODE_MEMORY_LIMIT_MB" in run.error.evalue
+        assert (await code.execute("javascript", "console.log('fine')")).stdout == "fine\n"
+    finally:
+        await code.aclose()
 
 
 async def test_sessions_are_limited_listed_and_deleted(plane: CodePlane) -> None:
@@ -203,8 +275,9 @@ async def test_javascript_runs_like_node_e(plane: CodePlane) -> None:
     assert (run.status, run.exit_code, run.stdout, run.stderr) == ("ok", 0, "now\nlater\n", "warn\n")
     awaited = await plane.execute("js", "const v = await Promise.resolve(7);\nconsole.log(v)")
     assert awaited.stdout == "7\n"
-    piped = await plane.execute("javascript", "process.stdout.write(require('fs').readFileSync(0, 'utf8'))",
-                                stdin="from stdin")
+    piped = await plane.execute(
+        "javascript", "process.stdout.write(require('fs').readFileSync(0, 'utf8'))", stdin="from stdin"
+    )
     assert piped.stdout == "from stdin"
 
 

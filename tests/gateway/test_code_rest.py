@@ -3,7 +3,10 @@ unmodified: every answer must parse into its models (required fields present).""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,7 +128,9 @@ def test_session_limit_is_a_clear_429(client: Sandbox) -> None:
 def test_nodejs_execute_with_stdin_and_files(client: Sandbox, tmp_path: Path) -> None:
     answer = client.nodejs.execute_code(
         code="const fs = require('fs');\nconsole.log(fs.readFileSync('in.txt', 'utf8') + fs.readFileSync(0, 'utf8'))",
-        stdin=" world", files={"in.txt": "hello"}, cwd=str(tmp_path),
+        stdin=" world",
+        files={"in.txt": "hello"},
+        cwd=str(tmp_path),
     )
     assert isinstance(answer.data, NodeJsExecuteResponse)
     assert (answer.data.status, answer.data.exit_code, answer.data.stdout) == ("ok", 0, "hello world\n")
@@ -153,3 +158,29 @@ def test_nodejs_sessions_round_trip(client: Sandbox) -> None:
     with pytest.raises(ApiError) as gone:
         client.nodejs.get_session("repl-1")
     assert gone.value.status_code == 404
+
+
+def kill_and_wait(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{pid}").exists():  # reaped: the gateway has seen it die
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def test_a_lost_session_says_so_once_then_works(client: Sandbox) -> None:
+    first = client.code.execute_code(language="python", code="import os\nkept = 1\nos.getpid()", stateful=True)
+    sid = first.data.session_id
+    kill_and_wait(int(first.data.outputs[-1]["data"]["text/plain"]))
+    lost = client.code.execute_code(language="python", code="kept", session_id=sid)
+    assert lost.success is False and lost.message.startswith("SessionLost: the session's interpreter was killed")
+    assert lost.data.status == "error" and lost.data.outputs[-1]["ename"] == "SessionLost"
+    assert client.code.execute_code(language="python", code="kept = 2\nkept", session_id=sid).success is True
+
+    client.jupyter.create_session(session_id="nb-lost")
+    pid = client.jupyter.execute_code(code="import os; os.getpid()", session_id="nb-lost").data.outputs[0].data
+    kill_and_wait(int(pid["text/plain"]))
+    notebook = client.jupyter.execute_code(code="1 + 1", session_id="nb-lost")
+    assert notebook.success is False and notebook.data.outputs[-1].ename == "SessionLost"
+    again = client.jupyter.execute_code(code="1 + 1", session_id="nb-lost").data
+    assert again.status == "ok" and again.outputs[0].data == {"text/plain": "2"}

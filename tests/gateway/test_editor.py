@@ -3,6 +3,9 @@ plane, and the same object through MCP and REST."""
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -46,8 +49,7 @@ async def test_view_file_cat_n_layout_and_range(editor: EditorPlane, tmp_path: P
     target.write_text("one\ntwo\n\tthree\nfour\n")
     whole = await editor.run("view", str(target))
     assert whole.output == (
-        f"Here's the result of running `cat -n` on {target}:\n"
-        "     1\tone\n     2\ttwo\n     3\t\tthree\n     4\tfour\n"
+        f"Here's the result of running `cat -n` on {target}:\n     1\tone\n     2\ttwo\n     3\t\tthree\n     4\tfour\n"
     )
     part = await editor.run("view", str(target), view_range=[2, 3])
     assert part.output.endswith("     2\ttwo\n     3\t\tthree\n")
@@ -86,29 +88,21 @@ async def test_str_replace_requires_a_unique_match(editor: EditorPlane, tmp_path
         "Please ensure it is unique (or set `replace_mode` to ALL, FIRST or LAST)"
     )
     absent = await editor.run("str_replace", str(target), old_str="z = 3", new_str="")
-    assert (
-        absent.error == f"No replacement was performed, old_str `z = 3` did not appear verbatim in {target}."
-    )
+    assert absent.error == f"No replacement was performed, old_str `z = 3` did not appear verbatim in {target}."
     assert target.read_text() == "x = 1\ny = 2\nx = 1\n"
     unique = await editor.run("str_replace", str(target), old_str="y = 2\n", new_str="y = 20\nw = 0\n")
     assert unique.success and target.read_text() == "x = 1\ny = 20\nw = 0\nx = 1\n"
     assert unique.old_content == "x = 1\ny = 2\nx = 1\n" and unique.new_content == target.read_text()
-    assert unique.output.startswith(
-        f"The file {target} has been edited. Here's the result of running `cat -n` on"
-    )
+    assert unique.output.startswith(f"The file {target} has been edited. Here's the result of running `cat -n` on")
     assert "     2\ty = 20\n     3\tw = 0\n" in unique.output
 
 
 async def test_replace_modes(editor: EditorPlane, tmp_path: Path) -> None:
     target = tmp_path / "m.txt"
     target.write_text("a-a-a")
-    assert (
-        await editor.run("str_replace", str(target), old_str="a", new_str="L", replace_mode="LAST")
-    ).success
+    assert (await editor.run("str_replace", str(target), old_str="a", new_str="L", replace_mode="LAST")).success
     assert target.read_text() == "a-a-L"
-    assert (
-        await editor.run("str_replace", str(target), old_str="a", new_str="F", replace_mode="FIRST")
-    ).success
+    assert (await editor.run("str_replace", str(target), old_str="a", new_str="F", replace_mode="FIRST")).success
     assert target.read_text() == "F-a-L"
     await editor.run("str_replace", str(target), old_str="-", new_str="+", replace_mode="ALL")
     assert target.read_text() == "F+a+L"
@@ -124,10 +118,7 @@ async def test_insert_after_line_and_at_top(editor: EditorPlane, tmp_path: Path)
     await editor.run("insert", str(target), insert_line=4, new_str="end")
     assert target.read_text() == "zero\none\none and a half\ntwo\nend\n"
     bad = await editor.run("insert", str(target), insert_line=9, new_str="x")
-    assert (
-        bad.error
-        == "Invalid `insert_line` parameter: 9. It should be within the range of lines of the file: [0, 5]"
-    )
+    assert bad.error == "Invalid `insert_line` parameter: 9. It should be within the range of lines of the file: [0, 5]"
     assert (await editor.run("insert", str(target), new_str="x")).error == (
         "Parameter `insert_line` is required for command: insert"
     )
@@ -142,8 +133,7 @@ async def test_undo_edit_walks_back_history(editor: EditorPlane, tmp_path: Path)
     assert target.read_text() == "v2\nv3\n"
     undone = await editor.run("undo_edit", str(target))
     assert (
-        undone.output
-        == f"Last edit to {target} undone successfully. "
+        undone.output == f"Last edit to {target} undone successfully. "
         f"Here's the result of running `cat -n` on {target}:\n     1\tv2\n"
     )
     assert target.read_text() == "v2\n"
@@ -158,8 +148,7 @@ async def test_undo_edit_walks_back_history(editor: EditorPlane, tmp_path: Path)
 async def test_relative_and_missing_paths(editor: EditorPlane, tmp_path: Path) -> None:
     relative = await editor.run("view", "work/file.py")
     assert relative.error == (
-        "The path work/file.py is not an absolute path, it should start with `/`. "
-        "Maybe you meant /work/file.py?"
+        "The path work/file.py is not an absolute path, it should start with `/`. Maybe you meant /work/file.py?"
     )
     missing = await editor.run("view", str(tmp_path / "nope.txt"))
     assert missing.error == f"The path {tmp_path / 'nope.txt'} does not exist. Please provide a valid path."
@@ -195,3 +184,39 @@ def test_editor_over_mcp(mcp_url: str, tmp_path: Path) -> None:
     assert tool_json(viewed)["output"].endswith("     2\tbeta\n")
     missing = call_tool(mcp_url, "sandbox_str_replace_editor", {"path": str(target)})
     assert missing["isError"] is True and missing["content"][0]["text"] == "command is required"
+
+
+async def test_edits_never_write_into_a_fifo_swapped_in(editor: EditorPlane, tmp_path: Path) -> None:
+    """The file is replaced by a FIFO (with a reader, so an open to write would not wait) over and
+    over while edits run: a write must check what it opened, not what it looked at before."""
+    target = tmp_path / "swap.txt"
+    stop = threading.Event()
+    readers: list[int] = []
+
+    def swap() -> None:
+        for n in range(100_000):
+            if stop.is_set():
+                return
+            regular = tmp_path / f"regular-{n}"
+            regular.write_text("alpha\n")
+            os.replace(regular, target)
+            fifo = tmp_path / f"fifo-{n}"
+            os.mkfifo(fifo)
+            readers.append(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+            os.replace(fifo, target)
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    swapper.start()
+    try:
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            await editor.run("str_replace", str(target), old_str="alpha", new_str="beta")
+            await editor.run("insert", str(target), insert_line=0, new_str="gamma")
+    finally:
+        stop.set()
+        swapper.join(5)
+    sent = 0
+    for reader in readers:
+        sent += len(os.read(reader, 4096))
+        os.close(reader)
+    assert sent == 0, f"{sent} bytes were written into FIFOs"

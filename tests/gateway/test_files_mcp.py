@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import httpx
 import pytest
 from mcp import Client
 
+from tests.support.fifos import watched_fifo
 from tests.support.jsonrpc import call_tool, rpc, tool_json, tool_text
 
 SEED_DATA = "/tmp/agent-data.txt"
@@ -47,8 +49,7 @@ def test_seed_step_1_write_is_byte_exact(mcp_url: str, seed_files: None) -> None
         "result": {
             "content": [
                 {
-                    "text": '{"action":"write","bytes_written":9,'
-                    '"path":"/tmp/agent-data.txt","success":true}',
+                    "text": '{"action":"write","bytes_written":9,"path":"/tmp/agent-data.txt","success":true}',
                     "type": "text",
                 }
             ],
@@ -140,9 +141,7 @@ def test_argument_errors(mcp_url: str, tmp_path: Path) -> None:
     assert missing_action["isError"] is True and tool_text(missing_action) == "action is required"
     bad_action = call_tool(mcp_url, "sandbox_file_operations", {"action": "delete", "path": str(tmp_path)})
     assert bad_action["isError"] is True and tool_text(bad_action).startswith("action must be one of")
-    no_content = call_tool(
-        mcp_url, "sandbox_file_operations", {"action": "write", "path": str(tmp_path / "x")}
-    )
+    no_content = call_tool(mcp_url, "sandbox_file_operations", {"action": "write", "path": str(tmp_path / "x")})
     failure = tool_json(no_content)
     assert no_content["isError"] is True and failure["error"]["error_type"] == "bad_request"
     assert failure["message"] == "Failed to write file: content is required for write"
@@ -150,14 +149,10 @@ def test_argument_errors(mcp_url: str, tmp_path: Path) -> None:
 
 
 def test_directory_and_decode_failures(mcp_url: str, tmp_path: Path) -> None:
-    directory = tool_json(
-        call_tool(mcp_url, "sandbox_file_operations", {"action": "read", "path": str(tmp_path)})
-    )
+    directory = tool_json(call_tool(mcp_url, "sandbox_file_operations", {"action": "read", "path": str(tmp_path)}))
     assert directory["success"] is False and directory["error"]["errno_name"] == "EISDIR"
     (tmp_path / "bad.txt").write_bytes(b"\xff\xfe")
-    decode = call_tool(
-        mcp_url, "sandbox_file_operations", {"action": "read", "path": str(tmp_path / "bad.txt")}
-    )
+    decode = call_tool(mcp_url, "sandbox_file_operations", {"action": "read", "path": str(tmp_path / "bad.txt")})
     assert decode["isError"] is True and tool_json(decode)["error"]["error_type"] == "decode_error"
     raw = call_tool(
         mcp_url,
@@ -165,6 +160,15 @@ def test_directory_and_decode_failures(mcp_url: str, tmp_path: Path) -> None:
         {"action": "read", "path": str(tmp_path / "bad.txt"), "encoding": "base64"},
     )
     assert tool_json(raw)["content"] == base64.b64encode(b"\xff\xfe").decode()
+
+
+def test_write_and_replace_refuse_a_fifo_at_once(mcp_url: str, tmp_path: Path) -> None:
+    with watched_fifo(tmp_path / "pipe") as fifo:
+        for arguments in ({"action": "write", "content": "x"}, {"action": "replace", "content": "a", "target": "b"}):
+            started = time.monotonic()
+            result = call_tool(mcp_url, "sandbox_file_operations", {**arguments, "path": str(fifo)})
+            assert time.monotonic() - started < 2
+            assert result["isError"] is True and tool_json(result)["error"]["error_type"] == "invalid_target"
 
 
 def test_all_eight_actions(mcp_url: str, tmp_path: Path) -> None:
@@ -176,21 +180,11 @@ def test_all_eight_actions(mcp_url: str, tmp_path: Path) -> None:
         return payload
 
     src = tmp_path / "src"
-    assert (
-        op(action="write", path=str(src / "app.py"), content="def main():\n    return 1\n")["bytes_written"]
-        == 25
-    )
+    assert op(action="write", path=str(src / "app.py"), content="def main():\n    return 1\n")["bytes_written"] == 25
     op(action="write", path=str(src / "app.py"), content="# end\n", append=True)
     op(action="write", path=str(src / "notes.md"), content="TODO: ship\n")
-    assert (
-        op(action="read", path=str(src / "app.py"), start_line=1, end_line=2)["content"] == "    return 1\n"
-    )
-    assert (
-        op(action="replace", path=str(src / "app.py"), content="return 1", target="return 2")[
-            "replaced_count"
-        ]
-        == 1
-    )
+    assert op(action="read", path=str(src / "app.py"), start_line=1, end_line=2)["content"] == "    return 1\n"
+    assert op(action="replace", path=str(src / "app.py"), content="return 1", target="return 2")["replaced_count"] == 1
     found = op(action="search", path=str(src / "app.py"), content=r"return \d")
     assert found["line_numbers"] == [2] and found["matches"] == ["    return 2"]
     assert op(action="find", path=str(tmp_path), pattern="*.md")["files"] == [str(src / "notes.md")]
@@ -204,9 +198,7 @@ def test_all_eight_actions(mcp_url: str, tmp_path: Path) -> None:
 
 def test_one_file_system_for_mcp_and_rest(gateway: str, tmp_path: Path) -> None:
     target = tmp_path / "shared.txt"
-    call_tool(
-        f"{gateway}/mcp", "sandbox_file_operations", {"action": "write", "path": str(target), "content": "hi"}
-    )
+    call_tool(f"{gateway}/mcp", "sandbox_file_operations", {"action": "write", "path": str(target), "content": "hi"})
     response = httpx.post(f"{gateway}/v1/file/read", json={"file": str(target)}, timeout=30)
     assert response.json()["data"] == {"content": "hi", "file": str(target)}
 
@@ -226,10 +218,5 @@ async def test_official_sdk_client(mcp_url: str, tmp_path: Path) -> None:
             "path": str(target),
             "success": True,
         }
-        failed = await client.call_tool(
-            "sandbox_file_operations", {"action": "read", "path": str(target) + ".no"}
-        )
-        assert (
-            failed.is_error is True
-            and json.loads(failed.content[0].text)["error"]["error_type"] == "not_found"
-        )
+        failed = await client.call_tool("sandbox_file_operations", {"action": "read", "path": str(target) + ".no"})
+        assert failed.is_error is True and json.loads(failed.content[0].text)["error"]["error_type"] == "not_found"

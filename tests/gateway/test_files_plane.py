@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -16,6 +17,7 @@ from agentbox_gateway.planes.file_errors import FileOperationError
 from agentbox_gateway.planes.file_tree import GREP_MAX_MATCHES, glob_to_regex
 from agentbox_gateway.planes.files import READ_LIMIT, FilePlane
 from agentbox_gateway.settings import GatewaySettings
+from tests.support.fifos import watched_fifo
 
 pytestmark = pytest.mark.anyio
 
@@ -46,9 +48,7 @@ async def test_append_and_base64(files: FilePlane, tmp_path: Path) -> None:
     target = tmp_path / "blob.bin"
     payload = bytes(range(256))
     await files.write(str(target), base64.b64encode(payload[:100]).decode(), encoding="base64")
-    result = await files.write(
-        str(target), base64.b64encode(payload[100:]).decode(), encoding="base64", append=True
-    )
+    result = await files.write(str(target), base64.b64encode(payload[100:]).decode(), encoding="base64", append=True)
     assert result["bytes_written"] == 156
     assert target.read_bytes() == payload
     assert base64.b64decode((await files.read(str(target), encoding="base64"))["content"]) == payload
@@ -104,9 +104,7 @@ async def test_invalid_utf8_is_a_decode_error(files: FilePlane, tmp_path: Path) 
     assert error.error_type == "decode_error" and error.exception_type == "UnicodeDecodeError"
     assert error.message.startswith("Failed to read file: stream did not contain valid UTF-8")
     assert (await files.read(str(target), encoding="raw"))["content"] == "caf\ufffd\n"
-    assert (await files.read(str(target), encoding="base64"))["content"] == base64.b64encode(
-        b"caf\xe9\n"
-    ).decode()
+    assert (await files.read(str(target), encoding="base64"))["content"] == base64.b64encode(b"caf\xe9\n").decode()
 
 
 async def test_fifo_is_refused_not_waited_on(files: FilePlane, tmp_path: Path) -> None:
@@ -117,6 +115,26 @@ async def test_fifo_is_refused_not_waited_on(files: FilePlane, tmp_path: Path) -
     assert error.error_type == "invalid_target"
     with anyio.fail_after(5):
         assert (await files.grep(str(tmp_path), "x"))["files_searched"] == 0
+
+
+async def test_writes_refuse_fifos_and_devices_without_waiting(files: FilePlane, tmp_path: Path) -> None:
+    with watched_fifo(tmp_path / "pipe") as fifo:
+        for call in (
+            files.write(str(fifo), "x"),
+            files.write(str(fifo), "x", append=True),
+            files.write_text(str(fifo), "x"),
+        ):
+            started = time.monotonic()
+            error = await failure_of(call)
+            assert error.error_type == "invalid_target" and error.message.endswith("not a regular file")
+            assert time.monotonic() - started < 2
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader: opening to write would not wait
+        try:
+            assert (await failure_of(files.write(str(fifo), "x"))).error_type == "invalid_target"
+            assert os.read(reader, 10) == b""  # nothing was sent into the pipe
+        finally:
+            os.close(reader)
+    assert (await failure_of(files.write("/dev/null", "x"))).error_type == "invalid_target"
 
 
 async def test_read_limit(files: FilePlane, tmp_path: Path) -> None:
@@ -202,9 +220,7 @@ async def test_bad_arguments_are_bad_requests(files: FilePlane, tmp_path: Path) 
     assert (await failure_of(files.read(target, start_line=-1))).error_type == "bad_request"
     assert not Path(target).exists()  # noqa: ASYNC240
     Path(target).write_text("x")  # noqa: ASYNC240
-    assert (await failure_of(files.search(target, "("))).message.startswith(
-        "Failed to search file: invalid regular"
-    )
+    assert (await failure_of(files.search(target, "("))).message.startswith("Failed to search file: invalid regular")
 
 
 async def test_replace_and_search(files: FilePlane, tmp_path: Path) -> None:
@@ -261,18 +277,14 @@ async def test_list(files: FilePlane, tmp_path: Path) -> None:
     assert sorted(f["name"] for f in python["files"] if not f["is_directory"]) == ["main.py", "util.py"]
     by_type = await files.list(str(tmp_path), sort_by="type", include_permissions=True)
     assert [f["is_directory"] for f in by_type["files"]] == [True, True, False, False]
-    assert by_type["files"][0]["permissions"] == format(
-        stat.S_IMODE(os.stat(tmp_path / "node_modules").st_mode), "03o"
-    )
+    assert by_type["files"][0]["permissions"] == format(stat.S_IMODE(os.stat(tmp_path / "node_modules").st_mode), "03o")
     assert (await failure_of(files.list(str(tmp_path / "nope")))).error_type == "not_found"
 
 
 async def test_grep(files: FilePlane, tmp_path: Path) -> None:
     _tree(tmp_path)
     result = await files.grep(str(tmp_path), "hello")
-    hits = sorted(
-        (Path(m["file"]).relative_to(tmp_path).as_posix(), m["line_number"]) for m in result["matches"]
-    )
+    hits = sorted((Path(m["file"]).relative_to(tmp_path).as_posix(), m["line_number"]) for m in result["matches"])
     # hidden files and binary files are skipped, as ripgrep does
     assert hits == [
         ("node_modules/dep/index.js", 1),

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import base64
 import os
+import time
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -24,6 +27,10 @@ from agent_sandbox.types import (
 )
 
 from agentbox_gateway import __version__
+from agentbox_gateway.app import build_app
+from agentbox_gateway.settings import GatewaySettings
+from tests.support.fifos import watched_fifo
+from tests.support.servers import serve_app
 
 
 @pytest.fixture
@@ -48,6 +55,15 @@ def test_write_read_replace_search(client: Sandbox, tmp_path: Path) -> None:
     assert Path(target).read_text() == "3\n7\n13\n5\n\ntail"
 
 
+def test_write_refuses_a_fifo_at_once(client: Sandbox, tmp_path: Path) -> None:
+    with watched_fifo(tmp_path / "pipe") as fifo:
+        started = time.monotonic()
+        response = client.file.write_file(file=str(fifo), content="x")
+        assert time.monotonic() - started < 2
+    assert response.success is False and response.message == "Failed to write file: not a regular file"
+    assert response.data.model_extra["error_type"] == "invalid_target"
+
+
 def test_failures_parse_and_carry_the_error(client: Sandbox, tmp_path: Path) -> None:
     missing = str(tmp_path / "missing.txt")
     response = client.file.read_file(file=missing)
@@ -60,11 +76,7 @@ def test_failures_parse_and_carry_the_error(client: Sandbox, tmp_path: Path) -> 
     directory = client.file.list_path(path=missing)
     assert directory.success is False and directory.data.model_extra["error_type"] == "not_found"
     grep = client.file.grep_files(path=str(tmp_path), pattern="(")
-    assert (
-        grep.success is False
-        and grep.data.pattern == "("
-        and grep.data.model_extra["error_type"] == "bad_request"
-    )
+    assert grep.success is False and grep.data.pattern == "(" and grep.data.model_extra["error_type"] == "bad_request"
     (tmp_path / "latin.txt").write_bytes(b"\xe9t\xe9")
     decode = client.file.read_file(file=str(tmp_path / "latin.txt"))
     assert decode.success is False and decode.data.model_extra["error_type"] == "decode_error"
@@ -107,19 +119,49 @@ def test_str_replace_editor(client: Sandbox, tmp_path: Path) -> None:
     target = str(tmp_path / "ed.py")
     created = client.file.str_replace_editor(command="create", path=target, file_text="x = 1\n")
     assert isinstance(created.data, StrReplaceEditorResult) and created.data.prev_exist is False
-    edited = client.file.str_replace_editor(
-        command="str_replace", path=target, old_str="x = 1", new_str="x = 2"
-    )
-    assert (
-        edited.success is True
-        and edited.data.old_content == "x = 1\n"
-        and edited.data.new_content == "x = 2\n"
-    )
+    edited = client.file.str_replace_editor(command="str_replace", path=target, old_str="x = 1", new_str="x = 2")
+    assert edited.success is True and edited.data.old_content == "x = 1\n" and edited.data.new_content == "x = 2\n"
     refused = client.file.str_replace_editor(command="str_replace", path=target, old_str="nope", new_str="")
     assert refused.success is False and refused.data.error.startswith("No replacement was performed")
     assert refused.message == refused.data.error
     undone = client.file.str_replace_editor(command="undo_edit", path=target)
     assert undone.success is True and Path(target).read_text() == "x = 1\n"
+
+
+@pytest.fixture
+def small_uploads(gateway_settings: GatewaySettings) -> Iterator[str]:
+    """A gateway whose upload limit is 1,000 bytes (``AIO_MAX_UPLOAD_BYTES``)."""
+    limit = GatewaySettings.from_env({"AIO_MAX_UPLOAD_BYTES": "1000"}).max_upload_bytes
+    with serve_app(build_app(replace(gateway_settings, max_upload_bytes=limit))) as url:
+        yield url
+
+
+def test_upload_over_the_limit_is_413_and_stores_nothing(small_uploads: str, tmp_path: Path) -> None:
+    client = Sandbox(base_url=small_uploads, timeout=30)
+    folder = tmp_path / "uploads"
+    folder.mkdir()
+    assert client.file.upload_file(file=("small.bin", b"x" * 500), path=str(folder / "small.bin")).success
+    with pytest.raises(ApiError) as refused:
+        client.file.upload_file(file=("big.bin", b"x" * 2000), path=str(folder / "big.bin"))
+    assert refused.value.status_code == 413, refused.value.body
+    assert refused.value.body["message"] == "Failed to upload file: the upload is larger than the limit of 1000 bytes"
+    assert "AIO_MAX_UPLOAD_BYTES" in refused.value.body["hint"]
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+        yield f'--agentbox\r\nContent-Disposition: form-data; name="path"\r\n\r\n{folder}/chunked.bin\r\n'.encode()
+        yield b'--agentbox\r\nContent-Disposition: form-data; name="file"; filename="chunked.bin"\r\n\r\n'
+        for _ in range(20):
+            yield b"y" * 100
+        yield b"\r\n--agentbox--\r\n"
+
+    answer = httpx.post(
+        f"{small_uploads}/v1/file/upload",
+        content=chunks(),
+        headers={"Content-Type": "multipart/form-data; boundary=agentbox"},
+        timeout=30,
+    )
+    assert answer.status_code == 413 and answer.json()["success"] is False
+    assert sorted(p.name for p in folder.iterdir()) == ["small.bin"]
 
 
 def test_upload_download_binary_with_range(client: Sandbox, gateway: str, tmp_path: Path) -> None:

@@ -85,7 +85,7 @@ async def test_output_is_interleaved_exact_and_needs_no_trailing_newline(plane: 
 async def test_any_command_text_survives_quoting(plane: ShellPlane) -> None:
     command = "printf '%s\\n' \"it's \\\"quoted\\\" \\\\ \\$HOME\" $'tab\\there'\ncat <<'EOF'\nline $x\n\tEOF?\nEOF"
     record = await plane.run(command)
-    assert record.output.text() == "it's \"quoted\" \\ $HOME\ntab\there\nline $x\n\tEOF?\n"
+    assert record.output.text() == 'it\'s "quoted" \\ $HOME\ntab\there\nline $x\n\tEOF?\n'
     broken = await plane.run("echo 'unterminated")
     assert broken.exit_code == 2 and "unexpected EOF" in broken.output.text()
     assert (await plane.run("echo still fine")).output.text() == "still fine\n"
@@ -133,17 +133,24 @@ async def test_a_shell_that_must_die_is_replaced_in_the_same_directory(plane: Sh
     assert (await plane.run("pwd")).output.text() == "/usr\n"
 
 
-async def test_earlier_background_jobs_survive_a_timeout_and_die_with_the_session(plane: ShellPlane) -> None:
+@pytest.mark.parametrize(
+    "earlier, later",
+    [("sleep {old} &", "sleep {new}"), ("setsid sleep {old} &", "setsid sleep {new} & sleep 30")],
+    ids=["job", "setsid"],
+)
+async def test_earlier_background_jobs_survive_a_timeout_and_die_with_the_session(
+    plane: ShellPlane, earlier: str, later: str
+) -> None:
     old, new = sleep_token(), sleep_token()
     session = await plane.create_session()
-    await plane.run(f"sleep {old} &", session_id=session.session_id)
+    await plane.run(earlier.format(old=old), session_id=session.session_id)
     assert await eventually(lambda: live_processes(f"sleep {old}"))
-    record = await plane.run(f"sleep {new}", session_id=session.session_id, time_limit=1)
+    record = await plane.run(later.format(new=new), session_id=session.session_id, time_limit=1)
     assert record.status == "hard_timeout"
-    assert await eventually(lambda: not live_processes(f"sleep {new}"), 1)
+    assert await eventually(lambda: not live_processes(f"sleep {new}"), 2)
     assert live_processes(f"sleep {old}")
     await plane.close_session(session.session_id)
-    assert await eventually(lambda: not live_processes(f"sleep {old}"), 1)
+    assert await eventually(lambda: not live_processes(f"sleep {old}"), 2)
     with pytest.raises(SessionNotFound):
         await plane.session(session.session_id)
 
@@ -159,7 +166,7 @@ async def test_cwd_moves_the_session_and_must_exist(plane: ShellPlane) -> None:
 
 async def test_secrets_are_not_in_the_environment(plane: ShellPlane, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIO_API_KEY", "plane-secret-123")
-    record = await plane.run("echo \"[$AIO_API_KEY]\"; env | grep -c plane-secret-123", new_session=True)
+    record = await plane.run('echo "[$AIO_API_KEY]"; env | grep -c plane-secret-123', new_session=True)
     assert record.output.text() == "[]\n0\n"
 
 
@@ -173,6 +180,32 @@ async def test_interactive_stdin_write_and_eof(plane: ShellPlane) -> None:
     assert record.exit_code == 0
     with pytest.raises(Exception, match="no command is running"):
         await session.write("late")
+
+
+async def test_interactive_stdin_ends_even_before_the_shell_opens_it(plane: ShellPlane) -> None:
+    session = await plane.create_session()
+    for _ in range(20):
+        record = await session.start("cat", interactive=True)
+        await session.write("x\x04")  # EOF at once, perhaps before bash has opened its stdin
+        assert await record.wait(5) == "done"
+        assert record.output.text() == "x"
+        assert record.stdin is not None and not await asyncio.to_thread(os.path.lexists, record.stdin.path)
+
+
+async def test_setsid_processes_die_with_the_command_and_the_session(plane: ShellPlane) -> None:
+    timed, closed, double = sleep_token(), sleep_token(), sleep_token()
+    record = await plane.run(f"setsid sleep {timed} & sleep 30", time_limit=1)
+    assert record.status == "hard_timeout"
+    assert await eventually(lambda: not live_processes(f"sleep {timed}"), 2)
+    session = await plane.create_session()
+    await plane.run(f"setsid sleep {closed} & (setsid sleep {double} &)", session_id=session.session_id)
+    assert await eventually(lambda: live_processes(f"sleep {closed}") and live_processes(f"sleep {double}"))
+    await plane.close_session(session.session_id)
+    assert await eventually(lambda: not live_processes(f"sleep {closed}") and not live_processes(f"sleep {double}"), 2)
+    await plane.run(f"setsid sleep {closed} &")
+    assert await eventually(lambda: live_processes(f"sleep {closed}"))
+    await plane.aclose()
+    assert await eventually(lambda: not live_processes(f"sleep {closed}"), 2)
 
 
 async def test_busy_sessions_refuse_or_queue(plane: ShellPlane) -> None:
@@ -218,10 +251,10 @@ async def test_the_event_loop_keeps_running_during_a_command(plane: ShellPlane) 
 async def test_session_limit_evicts_implicit_sessions_then_refuses() -> None:
     plane = ShellPlane(GatewaySettings(), max_sessions=3)
     try:
-        first = await plane.create_session(auto=True)
+        first = await plane.run("true", new_session=True)
         await plane.create_session("keep-1")
         await plane.create_session("keep-2")
-        await plane.create_session(auto=True)  # evicts the implicit one
+        await plane.run("true", new_session=True)  # evicts the implicit one
         assert {s.session_id for s in plane.sessions()} >= {"keep-1", "keep-2"}
         assert first.session_id not in {s.session_id for s in plane.sessions()}
         await plane.create_session("keep-3")  # evicts the second implicit one

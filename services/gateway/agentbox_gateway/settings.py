@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from agentbox_common.observability import ObservabilitySettings
-from agentbox_common.settings import env_csv, env_float, env_json_object, env_str
+from agentbox_common.settings import env_csv, env_float, env_int, env_json_object, env_str
 
 DEFAULT_PORT = 18091
 MAX_MCP_BODY_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_UPLOAD_BYTES = 1024**3
+DEFAULT_CODE_MEMORY_LIMIT_MB = 4096
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,10 @@ class GatewaySettings:
     proxy_timeout: float = 60.0
     #: ``AGENTBOX_METRICS``, ``AGENTBOX_ACCESS_LOG``: ``/metrics`` and the access log.
     observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
+    #: ``AIO_MAX_UPLOAD_BYTES``: the largest ``/v1/file/upload`` body (413 beyond it).
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
+    #: ``AIO_CODE_MEMORY_LIMIT_MB``: data memory of each code-execution process (0: no limit).
+    code_memory_limit_mb: int = DEFAULT_CODE_MEMORY_LIMIT_MB
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GatewaySettings:
@@ -52,6 +58,10 @@ class GatewaySettings:
             "cdp_url": env_str("AIO_CDP_URL", "http://127.0.0.1:9222", source).rstrip("/"),
             "proxy_timeout": env_float("AIO_PROXY_TIMEOUT", 60.0, source, minimum=0.05),
             "observability": ObservabilitySettings.from_env(source),
+            "max_upload_bytes": env_int("AIO_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES, source, minimum=1),
+            "code_memory_limit_mb": env_int(
+                "AIO_CODE_MEMORY_LIMIT_MB", DEFAULT_CODE_MEMORY_LIMIT_MB, source, minimum=0
+            ),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

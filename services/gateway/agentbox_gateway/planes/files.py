@@ -38,14 +38,24 @@ ENCODINGS = ("utf-8", "base64", "raw")
 T = TypeVar("T")
 
 
+def _require_regular(info: os.stat_result, operation: str, path: str) -> None:
+    """Refuse directories and everything that is not a regular file: FIFOs, devices and sockets
+    block or never end, so the plane never reads or writes them."""
+    if stat.S_ISDIR(info.st_mode):
+        raise FileOperationError.from_errno(errno_codes.EISDIR, operation, path)
+    if not stat.S_ISREG(info.st_mode):
+        raise _not_regular(operation, path)
+
+
+def _not_regular(operation: str, path: str) -> FileOperationError:
+    return FileOperationError.invalid(operation, path, "not a regular file", "invalid_target")
+
+
 def _read_bytes(real: str, operation: str, path: str, limit: int = READ_LIMIT) -> bytes:
     """A regular file's bytes, refusing FIFOs/devices (they block or never end) and files over ``limit``."""
     with open_nonblocking(real) as handle:
         info = os.fstat(handle.fileno())
-        if stat.S_ISDIR(info.st_mode):
-            raise FileOperationError.from_errno(errno_codes.EISDIR, operation, path)
-        if not stat.S_ISREG(info.st_mode):
-            raise FileOperationError.invalid(operation, path, "not a regular file", "invalid_target")
+        _require_regular(info, operation, path)
         if info.st_size > limit:
             raise _too_large(operation, path, limit)
         data = handle.read(limit + 1)
@@ -67,12 +77,26 @@ def read_text_sync(real: str, operation: str, path: str) -> str:
     return _read_bytes(real, operation, path).decode("utf-8")
 
 
-def write_bytes_sync(real: str, data: bytes, append: bool = False) -> None:
-    """Write (or append) ``data``, creating missing parent directories as aiod does."""
+def write_bytes_sync(real: str, data: bytes, operation: str, path: str, append: bool = False) -> None:
+    """Write (or append) ``data`` to a regular file, creating it and missing parent directories as
+    aiod does. The file is opened without waiting (a FIFO must not hold the call) and checked on the
+    opened descriptor before anything is truncated or written."""
     parent = os.path.dirname(real)
     if parent and not os.path.lexists(parent):
         os.makedirs(parent, exist_ok=True)
-    with open(real, "ab" if append else "wb") as handle:
+    with contextlib.suppress(FileNotFoundError):
+        _require_regular(os.stat(real), operation, path)  # never even open a device
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_APPEND if append else 0)
+    try:
+        descriptor = os.open(real, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno_codes.ENXIO:  # a FIFO nobody reads, or a socket
+            raise _not_regular(operation, path) from None
+        raise
+    with os.fdopen(descriptor, "wb") as handle:
+        _require_regular(os.fstat(descriptor), operation, path)
+        if not append:
+            handle.truncate(0)
         handle.write(data)
 
 
@@ -84,9 +108,7 @@ def _split_byte_lines(data: bytes) -> list[bytes]:
     return [line + b"\n" for line in lines[:-1]] + [lines[-1]]
 
 
-def _read(
-    real: str, path: str, encoding: str, start_line: int | None, end_line: int | None
-) -> dict[str, Any]:
+def _read(real: str, path: str, encoding: str, start_line: int | None, end_line: int | None) -> dict[str, Any]:
     data = _read_bytes(real, "read", path)
     sliced = start_line is not None or end_line is not None
     if encoding == "base64":
@@ -119,7 +141,7 @@ def _write(
             data = text.encode("utf-8")
         except UnicodeEncodeError:
             raise FileOperationError.invalid("write", path, "content is not valid Unicode text") from None
-    write_bytes_sync(real, data, append)
+    write_bytes_sync(real, data, "write", path, append)
     return {"action": "write", "path": path, "success": True, "bytes_written": len(data)}
 
 
@@ -127,7 +149,7 @@ def _replace(real: str, path: str, old: str, new: str) -> dict[str, Any]:
     text = read_text_sync(real, "replace", path)
     count = text.count(old)
     if count:
-        write_bytes_sync(real, text.replace(old, new).encode("utf-8"))
+        write_bytes_sync(real, text.replace(old, new).encode("utf-8"), "replace", path)
     return {"action": "replace", "path": path, "success": True, "replaced_count": count}
 
 
@@ -156,10 +178,10 @@ def _save_upload(real: str, path: str, source: IO[bytes], filename: str | None) 
     if os.path.isdir(real):  # a directory target keeps the uploaded file's own name
         name = os.path.basename((filename or "").replace("\\", "/"))
         if name in ("", ".", ".."):
-            raise FileOperationError.invalid(
-                "upload", path, "the uploaded file has no name; give a file path"
-            )
+            raise FileOperationError.invalid("upload", path, "the uploaded file has no name; give a file path")
         real, path = os.path.join(real, name), os.path.join(path, name)
+    with contextlib.suppress(FileNotFoundError):
+        _require_regular(os.stat(real), "upload", path)  # a FIFO or device is not replaced
     parent = os.path.dirname(real) or "/"
     if not os.path.lexists(parent):
         os.makedirs(parent, exist_ok=True)
@@ -183,10 +205,7 @@ def _save_upload(real: str, path: str, source: IO[bytes], filename: str | None) 
 
 def _download_target(real: str, path: str) -> os.stat_result:
     info = os.stat(real)
-    if stat.S_ISDIR(info.st_mode):
-        raise FileOperationError.from_errno(errno_codes.EISDIR, "download", path)
-    if not stat.S_ISREG(info.st_mode):
-        raise FileOperationError.invalid("download", path, "not a regular file", "invalid_target")
+    _require_regular(info, "download", path)
     with open_nonblocking(real):  # permission check now, not half-way through the response
         pass
     return info
@@ -214,9 +233,7 @@ class FilePlane:
         if encoding == "utf8":
             encoding = "utf-8"
         if encoding not in ENCODINGS:
-            raise FileOperationError.invalid(
-                operation, path, f"encoding must be one of {', '.join(ENCODINGS)}"
-            )
+            raise FileOperationError.invalid(operation, path, f"encoding must be one of {', '.join(ENCODINGS)}")
         return encoding
 
     async def read(
@@ -247,9 +264,7 @@ class FilePlane:
         if content is None:
             raise FileOperationError.invalid("write", path, "content is required for write")
         encoding = self._check_encoding("write", path, encoding)
-        return await self._run(
-            "write", path, _write, content, encoding, append, leading_newline, trailing_newline
-        )
+        return await self._run("write", path, _write, content, encoding, append, leading_newline, trailing_newline)
 
     async def replace(self, path: str, old: str | None, new: str | None) -> dict[str, Any]:
         """Replace every occurrence of ``old`` (``content``) with ``new`` (``target``)."""
@@ -377,7 +392,7 @@ class FilePlane:
 
     async def write_text(self, path: str, text: str) -> None:
         """Replace a file's content with ``text`` (for the editor)."""
-        await self._run("write", path, lambda real, _given: write_bytes_sync(real, text.encode("utf-8")))
+        await self._run("write", path, lambda real, given: write_bytes_sync(real, text.encode("utf-8"), "write", given))
 
     async def save_upload(self, path: str | None, filename: str | None, source: IO[bytes]) -> dict[str, Any]:
         """Copy an uploaded (spooled) file to ``path`` atomically; ``{file_path, file_size, success}``.

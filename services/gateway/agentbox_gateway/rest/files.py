@@ -3,17 +3,22 @@
 A failed operation is HTTP 200 with ``success: false`` and the structured error in ``data`` (AIO v1).
 Because the SDK parses ``data`` into the route's model even then, a failure's ``data`` also carries
 that model's required fields (``file``, ``content: ""`` ...), so SDK users get the error instead of
-a parsing exception. Download is the exception: it streams bytes, so it fails with an HTTP status."""
+a parsing exception. Download is the exception: it streams bytes, so it fails with an HTTP status.
+An upload larger than ``AIO_MAX_UPLOAD_BYTES`` is refused with 413 as soon as that many bytes came in
+(at once when ``Content-Length`` says so), before anything is stored."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal
 
-from fastapi import APIRouter, File, Form, Query, UploadFile
+from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
 from fastapi.responses import FileResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
+from starlette.types import Message
 
 from ..planes.files import FileOperationError
 from ..settings import GatewaySettings
@@ -125,6 +130,49 @@ class EditorRequest(BaseModel):
     replace_mode: Literal["ALL", "FIRST", "LAST"] | None = None
 
 
+class _TooLarge(HTTPException):
+    """The body passed the limit (an ``HTTPException``, so FastAPI's body parsing lets it through)."""
+
+    def __init__(self) -> None:
+        super().__init__(413)
+
+
+class _UploadRoute(APIRoute):
+    """Counts the body as it is received and stops at ``AIO_MAX_UPLOAD_BYTES`` with a 413 envelope
+    (FastAPI's own ``max_body_size`` answers plain text when ``Content-Length`` is over)."""
+
+    limit = 0
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        limit = self.limit
+
+        async def limited(request: Request) -> Response:
+            length = request.headers.get("content-length", "")
+            received = 0
+
+            async def receive() -> Message:
+                nonlocal received
+                message = await request.receive()
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise _TooLarge
+                return message
+
+            try:
+                if length.isdigit() and int(length) > limit:
+                    raise _TooLarge
+                return await handler(Request(request.scope, receive))
+            except _TooLarge:
+                raise RestError(
+                    413,
+                    f"Failed to upload file: the upload is larger than the limit of {limit} bytes",
+                    hint="the gateway's AIO_MAX_UPLOAD_BYTES sets the limit",
+                ) from None
+
+        return limited
+
+
 def _file_data(result: dict[str, Any]) -> dict[str, Any]:
     """A single-file action's result as the SDK models it: ``path`` is called ``file``."""
     data = {k: v for k, v in result.items() if k not in ("action", "success", "path")}
@@ -135,9 +183,7 @@ def _tree_data(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k not in ("action", "success")}
 
 
-async def _respond(
-    call: Awaitable[dict[str, Any]], single_file: bool, required: dict[str, Any]
-) -> dict[str, Any]:
+async def _respond(call: Awaitable[dict[str, Any]], single_file: bool, required: dict[str, Any]) -> dict[str, Any]:
     try:
         result = await call
     except FileOperationError as exc:
@@ -152,9 +198,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.post("/read")
     async def read_file(body: ReadRequest) -> dict[str, Any]:
         """Read a file (``data``: ``{content, file}``); lines are 0-based, end exclusive."""
-        call = files.read(
-            body.file, encoding=body.encoding, start_line=body.start_line, end_line=body.end_line
-        )
+        call = files.read(body.file, encoding=body.encoding, start_line=body.start_line, end_line=body.end_line)
         return await _respond(call, True, {"file": body.file, "content": ""})
 
     @api.post("/write")
@@ -255,7 +299,6 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         data = result.to_dict()
         return ok(data) if result.success else failed(result.error or "editor command failed", data)
 
-    @api.post("/upload")
     async def upload_file(
         file: UploadFile = File(...),  # noqa: B008
         path: str | None = Form(None),
@@ -264,12 +307,21 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         try:
             result = await files.save_upload(path, file.filename, file.file)
         except FileOperationError as exc:
-            return failed(
-                exc.message, {**exc.to_dict(), "file_path": path or "", "file_size": 0, "success": False}
-            )
+            return failed(exc.message, {**exc.to_dict(), "file_path": path or "", "file_size": 0, "success": False})
         finally:
             await file.close()
         return ok(result)
+
+    class UploadRoute(_UploadRoute):
+        limit = settings.max_upload_bytes
+
+    api.add_api_route(
+        "/upload",
+        upload_file,
+        methods=["POST"],
+        route_class_override=UploadRoute,
+        responses={413: {"description": "The upload is larger than AIO_MAX_UPLOAD_BYTES"}},
+    )
 
     @api.get(
         "/download",

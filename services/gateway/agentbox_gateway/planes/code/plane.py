@@ -4,13 +4,17 @@ Stateless calls (the MCP tool, ``/v1/code/execute`` without a session) run on wa
 ``pools.py``) and share nothing with each other. Sessions keep one REPL process each, so variables,
 imports and functions persist; a cell that overruns its timeout is interrupted, and only when it
 will not stop is the process killed and restarted (its state lost, which the result says).
-Interpreters run in their own process groups with the sandbox environment (no gateway secrets)."""
+Interpreters run in their own process groups with the sandbox environment (no gateway secrets), their
+data memory capped by ``AIO_CODE_MEMORY_LIMIT_MB``. A session whose interpreter died between calls
+(killed, out of memory) does not quietly go on as a fresh one: its next call answers ``SessionLost``
+without running the code, and the calls after that run in the new interpreter."""
 
 from __future__ import annotations
 
 import asyncio
 import re
 import shutil
+import signal
 import time
 import uuid
 from collections.abc import Mapping
@@ -27,8 +31,15 @@ from .pools import WorkerPool
 from .worker import Outcome, Worker, WorkerStartError
 
 LANGUAGES = ("python", "javascript")
-_ALIASES = {"python": "python", "python3": "python", "py": "python",
-            "javascript": "javascript", "js": "javascript", "node": "javascript", "nodejs": "javascript"}
+_ALIASES = {
+    "python": "python",
+    "python3": "python",
+    "py": "python",
+    "javascript": "javascript",
+    "js": "javascript",
+    "node": "javascript",
+    "nodejs": "javascript",
+}
 DEFAULT_TIMEOUT = 30
 MAX_TIMEOUT = 900
 MAX_SESSIONS = 20
@@ -92,11 +103,23 @@ class Execution:
             if text:
                 outputs.append({"output_type": "stream", "name": name, "text": text})
         if self.result is not None:
-            outputs.append({"output_type": "execute_result", "data": dict(self.result), "metadata": {},
-                            "execution_count": self.execution_count})
+            outputs.append(
+                {
+                    "output_type": "execute_result",
+                    "data": dict(self.result),
+                    "metadata": {},
+                    "execution_count": self.execution_count,
+                }
+            )
         if self.error is not None:
-            outputs.append({"output_type": "error", "ename": self.error.ename, "evalue": self.error.evalue,
-                            "traceback": list(self.error.traceback)})
+            outputs.append(
+                {
+                    "output_type": "error",
+                    "ename": self.error.ename,
+                    "evalue": self.error.evalue,
+                    "traceback": list(self.error.traceback),
+                }
+            )
         return outputs
 
 
@@ -139,11 +162,21 @@ class _Session:
     execution_count: int = 0
     worker: Worker | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: The last answer already said the interpreter is gone (so its restart needs no new notice).
+    loss_reported: bool = False
 
     def info(self) -> SessionInfo:
         state = "EXECUTING" if self.lock.locked() else "IDLE"
-        return SessionInfo(self.id, self.language, self.cwd, self.created_at, self.last_used, self.max_idle,
-                           state, self.execution_count)
+        return SessionInfo(
+            self.id,
+            self.language,
+            self.cwd,
+            self.created_at,
+            self.last_used,
+            self.max_idle,
+            state,
+            self.execution_count,
+        )
 
 
 @dataclass
@@ -184,12 +217,15 @@ def check_timeout(timeout: float | None) -> float:
 
 
 class CodePlane:
-    def __init__(self, settings: GatewaySettings, *, max_sessions: int = MAX_SESSIONS,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, settings: GatewaySettings, *, max_sessions: int = MAX_SESSIONS, env: Mapping[str, str] | None = None
+    ) -> None:
         self._env = sandbox_environment(env)
         home = Path(self._env.get("HOME") or Path.home())
         self.default_cwd = str(home) if home.is_dir() else "/"
         self.max_sessions = max_sessions
+        #: Data memory of each interpreter process in MiB (``AIO_CODE_MEMORY_LIMIT_MB``), or None.
+        self.memory_limit_mb = settings.code_memory_limit_mb or None
         python_source = resources.files(__package__).joinpath("python_driver.py").read_text(encoding="utf-8")
         self._runtimes = {
             "python": _Runtime("python", "python3", "-c", python_source, "fork"),
@@ -212,8 +248,14 @@ class CodePlane:
     async def _spawn(self, language: str, mode: str, cwd: str) -> Worker:
         runtime = self._runtimes[language]
         try:
-            worker = await Worker.spawn(runtime.argv(self._env), mode, env=self._env, cwd=cwd,
-                                        stdin_pipe=mode == "once")
+            worker = await Worker.spawn(
+                runtime.argv(self._env),
+                mode,
+                env=self._env,
+                cwd=cwd,
+                stdin_pipe=mode == "once",
+                memory_limit=self.memory_limit_mb * 1024 * 1024 if self.memory_limit_mb else None,
+            )
         except WorkerStartError as exc:
             raise RuntimeUnavailable(str(exc)) from None
         runtime.executable = str(worker.info.get("executable") or runtime.executable)
@@ -262,7 +304,7 @@ class CodePlane:
         async with self._pools[name].worker() as worker:
             data = (stdin or "").encode() if name == "javascript" else None
             outcome = await worker.run({"code": code, "cwd": directory or self.default_cwd}, seconds, stdin=data)
-        return _execution(name, code, outcome, seconds, None, kept=False)
+        return _execution(name, code, outcome, seconds, None, kept=False, memory_limit_mb=self.memory_limit_mb)
 
     async def _session_for(self, language: str, session_id: str | None, cwd: str | None) -> _Session:
         if session_id is not None and session_id in self._sessions:
@@ -277,22 +319,40 @@ class CodePlane:
         async with session.lock:
             session.last_used = time.time()
             if session.worker is None or not session.worker.alive:
+                lost = _loss_note(session.worker) if session.worker is not None and not session.loss_reported else None
                 if session.worker is not None:
                     await session.worker.close()
                 session.worker = None
                 session.worker = await self._spawn(session.language, "inline", session.cwd)
+                session.loss_reported = False
+                if lost is not None:
+                    session.execution_count = 0
+                    return _lost(session, code, lost)
             outcome = await session.worker.run({"code": code, "cwd": cwd}, seconds)
             if cwd is not None:
                 session.cwd = cwd
             if outcome.reply is not None:
                 session.execution_count = int(outcome.reply.get("execution_count") or session.execution_count + 1)
             session.last_used = time.time()
-            return _execution(session.language, code, outcome, seconds, session.id, kept=session.worker.alive)
+            session.loss_reported = not session.worker.alive  # this answer says so
+            return _execution(
+                session.language,
+                code,
+                outcome,
+                seconds,
+                session.id,
+                kept=session.worker.alive,
+                memory_limit_mb=self.memory_limit_mb,
+            )
 
     # -- sessions --------------------------------------------------------------------------------
 
     async def create_session(
-        self, language: str | None, session_id: str | None = None, *, cwd: str | None = None,
+        self,
+        language: str | None,
+        session_id: str | None = None,
+        *,
+        cwd: str | None = None,
         max_idle: float | None = None,
     ) -> tuple[SessionInfo, bool]:
         """Start a REPL; returns its info and whether it was created (False: the id already exists)."""
@@ -378,8 +438,13 @@ class CodePlane:
             if npm is None:
                 return None
             process = await asyncio.create_subprocess_exec(
-                npm, "--version", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-                stdin=asyncio.subprocess.DEVNULL, env=self._env, start_new_session=True,
+                npm,
+                "--version",
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.DEVNULL,
+                env=self._env,
+                start_new_session=True,
             )
             try:
                 out, _ = await asyncio.wait_for(process.communicate(), 20)
@@ -414,8 +479,67 @@ def _write_files(directory: str, files: Mapping[str, str | None]) -> None:
             raise InvalidRequest(f"cannot write {name!r}: {exc.strerror or exc}") from None
 
 
-def _execution(language: str, code: str, outcome: Outcome, seconds: float, session_id: str | None,
-               *, kept: bool) -> Execution:
+def _how_it_ended(returncode: int | None) -> str:
+    if returncode is None:
+        return "stopped answering"
+    if returncode < 0:
+        return f"was killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+def _loss_note(worker: Worker) -> str:
+    """Why a session's interpreter is gone, for the call that finds it dead."""
+    return (
+        f"the session's interpreter {_how_it_ended(worker.process.returncode)} after the last call, "
+        "so the session was lost: a fresh "
+        "interpreter now runs in its place, without the session's variables, imports and functions. "
+        "This code was not run; run it again (after redoing the set-up it needs)"
+    )
+
+
+def _lost(session: _Session, code: str, note: str) -> Execution:
+    error = CellError("SessionLost", note, [f"SessionLost: {note}"])
+    return Execution(
+        language=session.language,
+        code=code,
+        status="error",
+        stdout="",
+        stderr="",
+        exit_code=1,
+        execution_count=0,
+        result=None,
+        error=error,
+        session_id=session.id,
+    )
+
+
+def _out_of_memory(error: CellError, exit_code: int | None, stderr: str) -> bool:
+    """Whether a failure looks like the memory limit: Python's ``MemoryError``, or an interpreter
+    that died by SIGKILL (the kernel) or SIGABRT (V8's "heap out of memory")."""
+    if error.ename == "MemoryError":
+        return True
+    died = exit_code in (-signal.SIGKILL, -signal.SIGABRT, 128 + signal.SIGKILL, 128 + signal.SIGABRT)
+    return error.ename == "ProcessExited" and (died or "out of memory" in stderr)
+
+
+def _with_memory_hint(error: CellError, limit_mb: int) -> CellError:
+    hint = (
+        f"the code may have run out of memory: code execution is limited to {limit_mb} MiB of data "
+        "per process (AIO_CODE_MEMORY_LIMIT_MB)"
+    )
+    return CellError(error.ename, f"{error.evalue}; {hint}", [*error.traceback, f"{error.ename}: {hint}"])
+
+
+def _execution(
+    language: str,
+    code: str,
+    outcome: Outcome,
+    seconds: float,
+    session_id: str | None,
+    *,
+    kept: bool,
+    memory_limit_mb: int | None = None,
+) -> Execution:
     reply = outcome.reply or {}
     error = CellError(**reply["error"]) if reply.get("error") else None
     status = str(reply.get("status", "error"))
@@ -424,24 +548,23 @@ def _execution(language: str, code: str, outcome: Outcome, seconds: float, sessi
         status = "timeout"
         note = f"Execution timed out after {seconds:g} second{'' if seconds == 1 else 's'}"
         if session_id is not None:
-            note += ("; the cell was interrupted, the session keeps its state" if kept
-                     else "; the session's interpreter was restarted and its state is lost")
+            note += (
+                "; the cell was interrupted, the session keeps its state"
+                if kept
+                else "; the session's interpreter was restarted and its state is lost"
+            )
         lines = error.traceback if error is not None and error.ename != "ProcessExited" else []
         error = CellError("TimeoutError", note, [*lines, f"TimeoutError: {note}"])
         exit_code = exit_code if exit_code is not None else -9
     elif outcome.reply is None:
         returncode = outcome.returncode
-        if returncode is None:
-            reason = "stopped answering"
-        elif returncode < 0:
-            reason = f"was killed by signal {-returncode}"
-        else:
-            reason = f"exited with code {returncode}"
-        note = f"the interpreter process {reason}"
+        note = f"the interpreter process {_how_it_ended(returncode)}"
         if session_id is not None:
             note += "; the session will start a fresh interpreter on its next call"
         status, error = "error", CellError("ProcessExited", note, [f"ProcessExited: {note}"])
         exit_code = returncode if returncode is not None else -1
+    if error is not None and memory_limit_mb and _out_of_memory(error, exit_code, outcome.stderr):
+        error = _with_memory_hint(error, memory_limit_mb)
     return Execution(
         language=language,
         code=code,

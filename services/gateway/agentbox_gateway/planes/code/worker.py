@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import os
+import resource
 import secrets
 import signal
 from collections.abc import Mapping, Sequence
@@ -120,9 +121,17 @@ class Worker:
 
     @classmethod
     async def spawn(
-        cls, argv: Sequence[str], mode: str, *, env: Mapping[str, str], cwd: str, stdin_pipe: bool = False
+        cls,
+        argv: Sequence[str],
+        mode: str,
+        *,
+        env: Mapping[str, str],
+        cwd: str,
+        stdin_pipe: bool = False,
+        memory_limit: int | None = None,
     ) -> Worker:
-        """Start ``argv + [mode, IN, OUT, TOKEN]`` and wait for its ``ready`` message."""
+        """Start ``argv + [mode, IN, OUT, TOKEN]`` and wait for its ``ready`` message. ``memory_limit``
+        (bytes) caps the data memory of the process and of everything it forks (``RLIMIT_DATA``)."""
         loop = asyncio.get_running_loop()
         token = secrets.token_hex(8)
         request_read, request_write = os.pipe()
@@ -130,7 +139,11 @@ class Worker:
         try:
             transport, protocol = await loop.subprocess_exec(
                 lambda: _Protocol(loop),
-                *argv, mode, str(request_read), str(reply_write), token,
+                *argv,
+                mode,
+                str(request_read),
+                str(reply_write),
+                token,
                 stdin=asyncio.subprocess.PIPE if stdin_pipe else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -148,6 +161,8 @@ class Worker:
             os.close(reply_write)
         worker = cls(transport, protocol, mode, token)
         try:
+            if memory_limit:  # before the first request: the worker runs no code until then
+                limit_memory(worker.process.pid, memory_limit)
             await worker._connect(request_write, reply_read)
             await worker._wait_ready(argv[0])
         except BaseException:  # cancelled or failed half-way: leave no process behind
@@ -178,8 +193,9 @@ class Worker:
         ]
 
     async def _wait_ready(self, program: str) -> None:
-        done, _ = await asyncio.wait({self._ready, self._exited}, timeout=START_TIMEOUT,
-                                     return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            {self._ready, self._exited}, timeout=START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+        )
         errors = self._captures[1].text().strip() if self._captures else ""
         self._captures = None
         if self._ready.done():
@@ -324,6 +340,20 @@ class Worker:
         self._tasks = []
         self._transport.close()  # a background grandchild may hold the output pipes open forever
         self._exited.cancel()
+
+
+def limit_memory(pid: int, limit: int) -> None:
+    """Cap ``pid``'s data memory (heap and private mappings, what programs really allocate; unlike
+    ``RLIMIT_AS`` it does not count the address space V8 reserves), never above the hard limit."""
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    try:
+        resource.prlimit(pid, resource.RLIMIT_DATA, (limit, limit))
+    except ProcessLookupError:
+        pass  # it died at once: the wait for its ready message reports why
+    except OSError as exc:
+        raise WorkerStartError(f"cannot limit the interpreter's memory: {exc.strerror or exc}") from None
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):

@@ -53,8 +53,13 @@ class ShellPlane:
 
     ``settings`` holds nothing shell-specific; shells get the gateway's environment minus secrets."""
 
-    def __init__(self, settings: GatewaySettings, *, max_sessions: int = MAX_SESSIONS,
-                 session_timeout: int = SESSION_IDLE_TIMEOUT) -> None:
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        *,
+        max_sessions: int = MAX_SESSIONS,
+        session_timeout: int = SESSION_IDLE_TIMEOUT,
+    ) -> None:
         self.max_sessions = max_sessions
         self.session_timeout = session_timeout
         self._sessions: dict[str, ShellSession] = {}
@@ -75,44 +80,68 @@ class ShellPlane:
     def sessions(self) -> list[ShellSession]:
         return list(self._sessions.values())
 
-    async def _make_room(self) -> None:
-        """Reap long-idle sessions, then evict the least recently used idle implicit one."""
+    def _make_room(self) -> list[ShellSession]:
+        """Unregister long-idle sessions, then, when full, the least recently used idle implicit one;
+        returns them for closing. Sessions that run a command or are starting are never taken."""
         now = time.monotonic()
-        for session in list(self._sessions.values()):
-            if (session.session_id != DEFAULT_SESSION_ID and not session.busy
-                    and now - session.last_used > self.session_timeout):
-                await self._drop(session, kill_jobs=False)
-        if len(self._sessions) < self.max_sessions:
-            return
-        evictable = [s for s in self._sessions.values()
-                     if s.auto and not s.busy and s.session_id != DEFAULT_SESSION_ID]
-        if not evictable:
-            raise SessionLimit(f"too many shell sessions (limit {self.max_sessions}); close one first")
-        await self._drop(min(evictable, key=lambda s: s.last_used), kill_jobs=False)
+        doomed = [
+            s
+            for s in self._sessions.values()
+            if s.session_id != DEFAULT_SESSION_ID and not s.busy and now - s.last_used > self.session_timeout
+        ]
+        if len(self._sessions) - len(doomed) >= self.max_sessions:
+            evictable = [
+                s
+                for s in self._sessions.values()
+                if s not in doomed and s.auto and not s.busy and not s.starting and s.session_id != DEFAULT_SESSION_ID
+            ]
+            if not evictable:
+                raise SessionLimit(
+                    f"too many shell sessions (limit {self.max_sessions}), and none may be replaced (only "
+                    "idle ones made without an id are): retry when a command has ended, or close a session"
+                )
+            doomed.append(min(evictable, key=lambda s: s.last_used))
+        for session in doomed:
+            del self._sessions[session.session_id]
+        return doomed
 
-    async def create_session(self, session_id: str | None = None, *, cwd: str | None = None,
-                             auto: bool = False, preserve_symlinks: bool = False,
-                             no_change_timeout: int | None = None) -> ShellSession:
+    async def create_session(
+        self,
+        session_id: str | None = None,
+        *,
+        cwd: str | None = None,
+        auto: bool = False,
+        preserve_symlinks: bool = False,
+        no_change_timeout: int | None = None,
+    ) -> ShellSession:
         """A new session with its shell started. ``auto``: made implicitly, evictable when full."""
         if session_id is not None and not _SESSION_ID.match(session_id):
             raise InvalidRequest("invalid session id: use 1-128 letters, digits, '.', '_' or '-'")
-        if session_id is not None and session_id in self._sessions:
-            raise SessionExists(f"shell session {session_id!r} already exists")
         home = str(Path.home())
         start_dir = home
         if cwd:
             start_dir = resolve_dir(home, cwd)
-        await self._make_room()
-        session_id = session_id or secrets.token_hex(8)
-        if session_id in self._sessions:  # taken while making room
+        # No await from here to the registration: concurrent creations cannot exceed the limit.
+        if session_id is not None and session_id in self._sessions:
             raise SessionExists(f"shell session {session_id!r} already exists")
-        session = ShellSession(session_id, start_dir, auto=auto, preserve_symlinks=preserve_symlinks,
-                               no_change_timeout=no_change_timeout or DEFAULT_NO_CHANGE_TIMEOUT)
+        doomed = self._make_room()
+        session_id = session_id or secrets.token_hex(8)
+        session = ShellSession(
+            session_id,
+            start_dir,
+            auto=auto,
+            preserve_symlinks=preserve_symlinks,
+            no_change_timeout=no_change_timeout or DEFAULT_NO_CHANGE_TIMEOUT,
+        )
         self._sessions[session_id] = session
+        for old in doomed:
+            await old.close(kill_jobs=False)
         try:
             await session.ensure_shell()
         except BaseException:
-            self._sessions.pop(session_id, None)
+            if self._sessions.get(session_id) is session:
+                del self._sessions[session_id]
+            await session.close(kill_jobs=True)
             raise
         return session
 
@@ -145,14 +174,26 @@ class ShellPlane:
         now = time.monotonic()
         total = len(self._sessions)
         active = sum(1 for s in self._sessions.values() if s.busy or now - s.last_used < 300)
-        return SessionStats(total_sessions=total, active_sessions=active, idle_sessions=total - active,
-                            max_sessions=self.max_sessions, session_timeout=self.session_timeout,
-                            usage_ratio=round(total / self.max_sessions, 4) if self.max_sessions else 1.0)
+        return SessionStats(
+            total_sessions=total,
+            active_sessions=active,
+            idle_sessions=total - active,
+            max_sessions=self.max_sessions,
+            session_timeout=self.session_timeout,
+            usage_ratio=round(total / self.max_sessions, 4) if self.max_sessions else 1.0,
+        )
 
     # -- the MCP tool ------------------------------------------------------------------------
 
-    async def run(self, command: str, *, cwd: str | None = None, new_session: bool = False,
-                  time_limit: float | None = None, session_id: str | None = None) -> CommandRecord:
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: str | None = None,
+        new_session: bool = False,
+        time_limit: float | None = None,
+        session_id: str | None = None,
+    ) -> CommandRecord:
         """``sandbox_execute_bash``: run to the end (killed after ``time_limit`` s) in the shared
         session, a new one, or ``session_id``; stdin is closed, stderr interleaved with stdout."""
         time_limit = DEFAULT_TOOL_TIMEOUT if time_limit is None else time_limit

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .output import OutputBuffer
+from .stdin import CommandInput
 
 
 @dataclass
@@ -31,11 +32,8 @@ class CommandRecord:
     #: Background jobs of earlier commands (process groups): never this command's to kill.
     earlier_jobs: frozenset[int] = frozenset()
     last_activity: float = field(default_factory=time.monotonic)
-    #: ``interactive`` commands read a pipe: we write ``stdin_fd``; ``stdin_keep`` (its read end)
-    #: keeps written data alive until bash opens ``stdin_path`` (/proc/<gateway>/fd/<read end>).
-    stdin_fd: int | None = None
-    stdin_keep: int | None = None
-    stdin_path: str | None = None
+    #: ``interactive`` commands read a FIFO the session writes; the others read ``/dev/null``.
+    stdin: CommandInput | None = None
 
     def __post_init__(self) -> None:
         self.output = OutputBuffer()
@@ -102,4 +100,3 @@ class CommandRecord:
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._activity.wait(), remaining)
-

@@ -2,11 +2,13 @@
 exported variables, aliases and shell functions persist between commands.
 
 The shell runs in its own kernel session (``setsid``) with job control on (``set -m``): every pipeline
-gets its own process group. A timeout or kill SIGKILLs the groups the command started (found in
-``/proc`` by kernel session and start time; earlier background jobs are spared) and sends the shell a
-signal whose trap abandons the rest of the command line, so the session keeps its state. Where that
-cannot work (the trap fires inside a shell function, or a builtin blocks), the shell is killed and the
-session transparently restarts in the same directory on its next command, with a note in the output."""
+gets its own process group. It is a child subreaper, so whatever it started stays below it in the
+process tree, even after ``setsid`` or a double fork. A timeout or kill SIGKILLs what the command
+started (found in ``/proc`` by ancestry and start time; earlier background jobs are spared) and sends
+the shell a signal whose trap abandons the rest of the command line, so the session keeps its state.
+Where that cannot work (the trap fires inside a shell function, or a builtin blocks), the shell is
+killed and the session transparently restarts in the same directory on its next command, with a note
+in the output. Closing a session kills everything it started, then its shell."""
 
 from __future__ import annotations
 
@@ -39,8 +41,9 @@ from .bash import (
     resolve_dir,
 )
 from .errors import CommandNotFound, InvalidRequest, SessionBusy, SessionNotFound, ShellUnavailable
-from .processes import boot_ticks, command_targets, session_processes, signal_all
+from .processes import become_subreaper, boot_ticks, command_targets, kill_everything, signal_all
 from .record import CommandRecord
+from .stdin import CommandInput
 
 #: ``/v1/shell``: a command with no new output for this long returns ``no_change_timeout`` (still running).
 DEFAULT_NO_CHANGE_TIMEOUT = 120
@@ -50,6 +53,9 @@ HISTORY = 10
 PENDING_KEEP = 64_000
 #: After a kill, how long the shell gets to report the command's end before it is itself killed.
 STOP_GRACE = 2.0
+#: A new session is not evicted before its first command for this long (its creator is about to
+#: run one); one whose creator never does becomes evictable after it.
+STARTING_GRACE = 30.0
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -57,8 +63,15 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 class ShellSession:
     """A named bash session: one command at a time, its history, and a shell restarted on demand."""
 
-    def __init__(self, session_id: str, cwd: str, *, auto: bool,
-                 preserve_symlinks: bool = False, no_change_timeout: int = DEFAULT_NO_CHANGE_TIMEOUT) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        auto: bool,
+        preserve_symlinks: bool = False,
+        no_change_timeout: int = DEFAULT_NO_CHANGE_TIMEOUT,
+    ) -> None:
         self.session_id = session_id
         self.cwd = cwd
         #: Created implicitly (exec without a session, ``new_session``): may be evicted when full.
@@ -66,7 +79,8 @@ class ShellSession:
         self.preserve_symlinks = preserve_symlinks
         self.no_change_timeout = no_change_timeout
         self.created_at = datetime.now(UTC)
-        self.last_used = time.monotonic()
+        self._created = time.monotonic()
+        self.last_used = self._created
         self.last_used_at = self.created_at
         self.history: deque[CommandRecord] = deque(maxlen=HISTORY)
         self.command_count = 0
@@ -81,6 +95,7 @@ class ShellSession:
         self._pending: deque[tuple[int, str]] = deque()
         self._pending_len = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._starting = asyncio.Lock()
         self.closed = False
 
     # -- state -------------------------------------------------------------------------------
@@ -88,6 +103,11 @@ class ShellSession:
     @property
     def busy(self) -> bool:
         return self._claimed
+
+    @property
+    def starting(self) -> bool:
+        """Made but its first command not started yet (and not long ago): never evicted meanwhile."""
+        return not self.command_count and not self.closed and time.monotonic() - self._created < STARTING_GRACE
 
     @property
     def current(self) -> CommandRecord | None:
@@ -116,8 +136,14 @@ class ShellSession:
     # -- the bash process --------------------------------------------------------------------
 
     async def ensure_shell(self) -> BashShell:
-        if self._shell is not None and not self._shell.exited:
-            return self._shell
+        async with self._starting:
+            if self._shell is not None and not self._shell.exited:
+                return self._shell
+            return await self._start_shell()
+
+    async def _start_shell(self) -> BashShell:
+        if self.closed:
+            raise SessionNotFound(f"session {self.session_id!r} was closed")
         bash = shutil.which("bash")
         if bash is None:
             raise ShellUnavailable("bash is not installed in this sandbox")
@@ -131,18 +157,31 @@ class ShellSession:
         loop = asyncio.get_running_loop()
         try:
             transport, _ = await loop.subprocess_exec(
-                lambda: BashProtocol(shell, self._on_data, self._on_exit), bash, "--noprofile", "--norc",
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env, start_new_session=True,
+                lambda: BashProtocol(shell, self._on_data, self._on_exit),
+                bash,
+                "--noprofile",
+                "--norc",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                preexec_fn=become_subreaper,
             )
         except BaseException as exc:
-            self._shell = None
+            if self._shell is shell:
+                self._shell = None
             if isinstance(exc, OSError):
                 raise ShellUnavailable(f"cannot start bash: {exc}") from exc
             raise
         shell.transport = transport
         shell.pid = transport.get_pid()
         self._sids.add(shell.pid)
+        if self.closed or self._shell is not shell:  # closed while bash was starting: leave nothing
+            kill_process_group(shell.pid, signal.SIGKILL)
+            transport.close()
+            raise SessionNotFound(f"session {self.session_id!r} was closed")
         self.jobs = set()
         self.cwd = cwd
         shell.write(INIT + ("set +P\n" if self.preserve_symlinks else "set -P\n"))
@@ -178,11 +217,12 @@ class ShellSession:
             shell.scan[fd].clear()
         exit_code = 128 - code if code is not None and code < 0 else code
         if record.stop_reason is None:
-            record.note(f"the shell exited (code {exit_code}); a fresh one starts in {self.cwd} "
-                        "on the next command")
+            record.note(f"the shell exited (code {exit_code}); a fresh one starts in {self.cwd} on the next command")
         else:
-            record.note(f"the command did not stop, so its shell was killed; a fresh one starts in "
-                        f"{self.cwd} on the next command (shell variables and functions are reset)")
+            record.note(
+                f"the command did not stop, so its shell was killed; a fresh one starts in "
+                f"{self.cwd} on the next command (shell variables and functions are reset)"
+            )
         self._finish(record, exit_code, None)
 
     def _on_data(self, shell: BashShell, fd: int, data: bytes) -> None:
@@ -236,11 +276,8 @@ class ShellSession:
         record.status = record.stop_reason or "completed"
         if record.deadline is not None:
             record.deadline.cancel()
-        for fd in (record.stdin_fd, record.stdin_keep):
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        record.stdin_fd = record.stdin_keep = None
+        if record.stdin is not None:
+            record.stdin.close()
         record.finished.set()
         record.notify()
         self._touch()
@@ -256,8 +293,9 @@ class ShellSession:
             if remaining <= 0:
                 running = self.current
                 what = f" running {running.command!r}" if running else ""
-                raise SessionBusy(f"session {self.session_id!r} is busy{what}; wait for it, kill it, "
-                                  "or use another session")
+                raise SessionBusy(
+                    f"session {self.session_id!r} is busy{what}; wait for it, kill it, or use another session"
+                )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._idle.wait(), remaining)
         if self.closed:
@@ -265,9 +303,18 @@ class ShellSession:
         self._claimed = True
         self._idle.clear()
 
-    async def start(self, command: str, *, cwd: str | None = None, env: dict[str, str] | None = None,
-                    merged: bool = True, interactive: bool = False, hard_timeout: float | None = None,
-                    busy_wait: float = 0.0, preserve_symlinks: bool | None = None) -> CommandRecord:
+    async def start(
+        self,
+        command: str,
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        merged: bool = True,
+        interactive: bool = False,
+        hard_timeout: float | None = None,
+        busy_wait: float = 0.0,
+        preserve_symlinks: bool | None = None,
+    ) -> CommandRecord:
         """Start ``command`` and return its record at once; ``record.wait()`` for the end.
 
         ``merged``: stderr goes into stdout (exact interleaving) instead of its own stream.
@@ -288,8 +335,15 @@ class ShellSession:
             if preserve_symlinks is not None:
                 self.preserve_symlinks = preserve_symlinks
             nonce = secrets.token_hex(8)
-            line = command_line(command, nonce, cwd=target, env=env, stdin_path=record.stdin_path,
-                                merged=merged, preserve_symlinks=preserve_symlinks)
+            line = command_line(
+                command,
+                nonce,
+                cwd=target,
+                env=env,
+                stdin_path=record.stdin.path if record.stdin else None,
+                merged=merged,
+                preserve_symlinks=preserve_symlinks,
+            )
             shell.prefix = end_prefix(nonce)
             shell.markers = {1: None, 2: None}
             while self._pending:
@@ -309,13 +363,20 @@ class ShellSession:
         return record
 
     def _prepare(self, command: str, *, merged: bool, interactive: bool) -> CommandRecord:
-        record = CommandRecord(command_id=secrets.token_hex(6), command=command, session_id=self.session_id,
-                               cwd_before=self.cwd, merged=merged, start_tick=boot_ticks(),
-                               earlier_jobs=frozenset(self.jobs))
+        record = CommandRecord(
+            command_id=secrets.token_hex(6),
+            command=command,
+            session_id=self.session_id,
+            cwd_before=self.cwd,
+            merged=merged,
+            start_tick=boot_ticks(),
+            earlier_jobs=frozenset(self.jobs),
+        )
         if interactive:
-            record.stdin_keep, record.stdin_fd = os.pipe()
-            os.set_blocking(record.stdin_fd, False)
-            record.stdin_path = f"/proc/{os.getpid()}/fd/{record.stdin_keep}"
+            try:
+                record.stdin = CommandInput()
+            except OSError as exc:
+                raise ShellUnavailable(f"cannot make the command's stdin: {exc}") from exc
         return record
 
     def _expire(self, record: CommandRecord) -> None:
@@ -377,18 +438,18 @@ class ShellSession:
         if record is None:
             raise InvalidRequest(f"no command is running in session {self.session_id!r}")
         if command_id is not None and command_id != record.command_id:
-            raise InvalidRequest(f"command {command_id!r} is not the one running in session "
-                                 f"{self.session_id!r}")
-        if record.stdin_fd is None:
+            raise InvalidRequest(f"command {command_id!r} is not the one running in session {self.session_id!r}")
+        stdin = record.stdin
+        if stdin is None or not stdin.open:
             raise InvalidRequest("the running command's stdin is closed (it was started without input)")
         eof = text.endswith("\x04")
         data = (text[:-1] if eof else text).encode("utf-8", "surrogateescape")
         deadline = time.monotonic() + 10
         while data:
-            if record.stdin_fd is None:
+            if record.done or not stdin.open:
                 raise InvalidRequest("the command ended before reading all of its input")
             try:
-                written = os.write(record.stdin_fd, data)
+                written = stdin.write(data)
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise InvalidRequest("the command is not reading its input (stdin is full)") from None
@@ -397,9 +458,8 @@ class ShellSession:
             except OSError as exc:
                 raise InvalidRequest(f"cannot write to the command's stdin: {exc}") from exc
             data = data[written:]
-        if eof and record.stdin_fd is not None:
-            os.close(record.stdin_fd)
-            record.stdin_fd = None
+        if eof and stdin.open:
+            self._spawn(stdin.end(record.finished))
         self._touch()
         return record
 
@@ -409,10 +469,9 @@ class ShellSession:
         record = self.current
         if record is not None:
             await self.stop(record, "terminated")
+        if kill_jobs:  # while the shell lives, it adopts the orphans of what is killed
+            await asyncio.to_thread(kill_everything, frozenset(self._sids))
         shell, self._shell = self._shell, None
-        if kill_jobs:
-            procs = await asyncio.to_thread(session_processes, self._sids)
-            signal_all({p.pgid for p in procs}, {p.pid for p in procs}, signal.SIGKILL)
         if shell is not None and shell.transport is not None:
             kill_process_group(shell.pid, signal.SIGKILL)
             with contextlib.suppress(TimeoutError):
@@ -425,4 +484,3 @@ class ShellSession:
             self._finish(record, None, None)
         self._claimed = False
         self._idle.set()
-
