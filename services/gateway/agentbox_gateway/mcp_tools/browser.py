@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
-from ..cdp_proxy import request_public_base
+from ..cdp_proxy import request_public_base, with_ticket
 from ..planes.browser import (
     ACTION_TYPES,
     BUTTONS,
@@ -86,9 +86,11 @@ def tools(planes: Planes) -> list[ToolSpec]:
     async def get_info(args: dict[str, Any]) -> types.CallToolResult:
         request = current_request.get()
         base = request_public_base(request, plane.local_base) if request is not None else plane.local_base
-        api_key = request.query_params.get("api_key") if request is not None else None
         try:
-            return json_result(await plane.info(base, api_key))
+            info = await plane.info(base)
+            if request is not None:
+                info["cdp_url"] = with_ticket(info["cdp_url"], request.scope)
+            return json_result(info)
         except BrowserUnavailable as exc:
             raise ToolError(f"No reachable CDP port: {exc}") from exc
         except BrowserError as exc:
