@@ -1,20 +1,42 @@
 """Logging set-up shared by the services: plain text by default, one JSON object per line with
-``LOG_FORMAT=json``. Secrets are never passed to loggers, so no scrubbing happens here."""
+``LOG_FORMAT=json``. Our code never passes secrets to loggers, but libraries log request lines
+(uvicorn's ``"WebSocket /cdp/devtools/…?api_key=…" [accepted]``), so every record is scrubbed of
+credentials carried in a URL before it is written."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import re
 import sys
 import time
+
+#: Query parameters that carry a credential: the gateway's key and tickets, MCP mode's token.
+SECRET_PARAMETERS = ("api_key", "apiToken", "ticket", "token", "access_token")
+_SECRET_IN_URL = re.compile(r"([?&](?:" + "|".join(map(re.escape, SECRET_PARAMETERS)) + r")=)[^&#\s\"']*")
+
+
+def redact(text: str) -> str:
+    """``text`` with the value of every credential query parameter replaced by ``[redacted]``."""
+    return _SECRET_IN_URL.sub(r"\1[redacted]", text)
+
+
+class RedactSecrets(logging.Filter):
+    """Rewrites a record's message (arguments merged in) when it holds a credential in a URL."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
 
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
@@ -31,6 +53,7 @@ def configure_logging(level: str | None = None) -> None:
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactSecrets())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel((level or os.environ.get("LOG_LEVEL", "INFO")).upper())

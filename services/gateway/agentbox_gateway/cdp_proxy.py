@@ -21,7 +21,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import Scope
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -69,8 +69,9 @@ def request_public_base(connection: HTTPConnection, fallback_base: str) -> str:
 
 
 def _without_credentials(query: str) -> str:
-    return urlencode([(k, v) for k, v in parse_qsl(query, keep_blank_values=True)
-                      if k not in ("api_key", TICKET_PARAM)])
+    return urlencode(
+        [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in ("api_key", TICKET_PARAM)]
+    )
 
 
 def with_ticket(url: str, scope: Scope) -> str:
@@ -93,7 +94,7 @@ def rewrite_targets(payload: Any, base: str, sign: Callable[[str], str] = _uncha
     if not isinstance(payload, dict):
         return payload
     secure = base.startswith("https:")
-    ws_base = ("wss" if secure else "ws") + base[base.index(":"):]
+    ws_base = ("wss" if secure else "ws") + base[base.index(":") :]
     authority_and_prefix = base.split("://", 1)[1]
     rewritten = dict(payload)
     socket_url = payload.get("webSocketDebuggerUrl")
@@ -103,7 +104,8 @@ def rewrite_targets(payload: Any, base: str, sign: Callable[[str], str] = _uncha
     if isinstance(frontend, str):
         param = "wss" if secure else "ws"
         rewritten["devtoolsFrontendUrl"] = _FRONTEND_WS.sub(
-            lambda m: f"{m[1]}{param}={authority_and_prefix}/cdp{m[2]}", frontend)
+            lambda m: f"{m[1]}{param}={authority_and_prefix}/cdp{m[2]}", frontend
+        )
     return rewritten
 
 
@@ -123,13 +125,16 @@ class CdpProxy:
                 upstream = await client.request(request.method, url + (f"?{query}" if query else ""))
         except httpx.HTTPError as exc:
             return JSONResponse(
-                {"success": False, "message": "Browser unavailable: no reachable CDP port",
-                 "data": None, "hint": f"{url} did not answer ({type(exc).__name__}: {exc})"},
+                {
+                    "success": False,
+                    "message": "Browser unavailable: no reachable CDP port",
+                    "data": None,
+                    "hint": f"{url} did not answer ({type(exc).__name__}: {exc})",
+                },
                 status_code=503,
             )
         if "json" not in upstream.headers.get("content-type", ""):
-            return Response(upstream.content, upstream.status_code,
-                            media_type=upstream.headers.get("content-type"))
+            return Response(upstream.content, upstream.status_code, media_type=upstream.headers.get("content-type"))
         try:
             payload = upstream.json()
         except ValueError:
@@ -143,8 +148,9 @@ class CdpProxy:
         query = _without_credentials(websocket.url.query)
         url = f"{self.ws_root}/devtools/{websocket.path_params['path']}" + (f"?{query}" if query else "")
         try:
-            upstream = await connect(url, max_size=None, compression=None, ping_interval=None,
-                                     open_timeout=5, proxy=None)
+            upstream = await connect(
+                url, max_size=None, compression=None, ping_interval=None, open_timeout=5, proxy=None
+            )
         except Exception as exc:  # refused, timed out or handshake rejected: Chromium is not there
             logger.warning("CDP proxy cannot reach %s: %s: %s", url, type(exc).__name__, exc)
             await websocket.accept()
@@ -175,8 +181,14 @@ class CdpProxy:
 
             group.start_soon(relay, to_chromium)
             group.start_soon(relay, to_client)
-        with contextlib.suppress(RuntimeError, OSError):
-            await websocket.close(code=1000)
+        # Chromium ended the session: close our side. When the client left first (the normal end
+        # of a Playwright or Puppeteer session) there is nothing to close.
+        if (
+            websocket.client_state == WebSocketState.CONNECTED
+            and websocket.application_state == WebSocketState.CONNECTED
+        ):
+            with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+                await websocket.close(code=1000)
 
 
 def routes(settings: GatewaySettings) -> list[BaseRoute]:
