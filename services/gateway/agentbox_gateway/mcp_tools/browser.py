@@ -25,12 +25,12 @@ from .results import ToolError, image_result, json_result
 if TYPE_CHECKING:
     from ..planes import Planes
 
-_NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
+_NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 def _optional(kind: str, description: str, **extra: Any) -> dict[str, Any]:
-    """Optional fields accept null too: models often send every field, unused ones as null."""
-    return {"type": [kind, "null"], "description": description, **extra}
+    """An optional field: not required (a null sent for it counts as omitted, see the registry)."""
+    return {"type": kind, "description": description, **extra}
 
 
 ACTION_SCHEMA: dict[str, Any] = {
@@ -51,7 +51,7 @@ ACTION_SCHEMA: dict[str, Any] = {
                 "y": _optional("number", "Target y in screenshot pixels", minimum=0),
                 "x_offset": _optional("number", "Horizontal move from the pointer's position (pixels)"),
                 "y_offset": _optional("number", "Vertical move from the pointer's position (pixels)"),
-                "button": _optional("string", "Mouse button (default left)", enum=[*BUTTONS, None]),
+                "button": _optional("string", "Mouse button (default left)", enum=list(BUTTONS)),
                 "num_clicks": _optional("integer", "Number of clicks (default 1)", minimum=1),
                 "dx": _optional("integer", "Horizontal wheel notches, positive scrolls right",
                                 minimum=-MAX_SCROLL_NOTCHES, maximum=MAX_SCROLL_NOTCHES),
@@ -70,9 +70,11 @@ ACTION_SCHEMA: dict[str, Any] = {
                                       minimum=0, maximum=MAX_WAIT_SECONDS),
             },
             "required": ["action_type"],
+            "additionalProperties": False,
         },
     },
     "required": ["action"],
+    "additionalProperties": False,
 }
 
 
