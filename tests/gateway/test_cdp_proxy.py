@@ -169,3 +169,17 @@ def test_websocket_logs_carry_no_key_and_no_traceback(aiod: tuple[str, subproces
     assert '"WebSocket /cdp/devtools/browser/' in logs and "api_key=[redacted]" in logs, logs
     assert KEY not in logs and "other-secret" not in logs
     assert "Traceback" not in logs and "ERROR" not in logs, logs
+
+
+def test_playwright_with_the_key_in_the_endpoint_url_connects_through_a_ticket(
+        aiod: tuple[str, subprocess.Popen]) -> None:
+    """Playwright asks ``<endpoint>/json/version/?api_key=…`` and then opens the socket URL it got."""
+    gateway, process = aiod
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(f"{gateway}/cdp?api_key={KEY}", timeout=20_000)
+        try:
+            assert browser.version
+        finally:
+            browser.close()
+    logs = stop_and_read(process)
+    assert KEY not in logs and "?ticket=[redacted]" in logs, logs
