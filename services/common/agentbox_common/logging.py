@@ -12,14 +12,17 @@ import re
 import sys
 import time
 
-#: Query parameters that carry a credential: the gateway's key and tickets, MCP mode's token.
-SECRET_PARAMETERS = ("api_key", "apiToken", "ticket", "token", "access_token")
-_SECRET_IN_URL = re.compile(r"([?&](?:" + "|".join(map(re.escape, SECRET_PARAMETERS)) + r")=)[^&#\s\"']*")
+from .redaction import SECRET_PARAMETERS, redacted
+
+#: ``name=value`` of a credential parameter (:data:`SECRET_PARAMETERS`) inside a URL in a message.
+_SECRET_IN_URL = re.compile(
+    r"([?&](?:" + "|".join(map(re.escape, sorted(SECRET_PARAMETERS))) + r")=)([^&#\s\"']*)", re.IGNORECASE
+)
 
 
 def redact(text: str) -> str:
-    """``text`` with the value of every credential query parameter replaced by ``[redacted]``."""
-    return _SECRET_IN_URL.sub(r"\1[redacted]", text)
+    """``text`` with the value of every credential query parameter in it replaced (:func:`redacted`)."""
+    return _SECRET_IN_URL.sub(lambda match: match[1] + redacted(match[2]), text)
 
 
 class RedactSecrets(logging.Filter):
@@ -36,7 +39,8 @@ class RedactSecrets(logging.Filter):
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
