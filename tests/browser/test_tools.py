@@ -14,6 +14,7 @@ from playwright.sync_api import sync_playwright
 from agentbox_browser.tools import ORDER
 from tests.browser.conftest import VIEWPORT, BrowserProgram, png_size
 from tests.support.jsonrpc import list_tool_names, rpc
+from tests.support.schemas import strictness_problems
 from tests.support.servers import free_port
 
 pytestmark = pytest.mark.chromium
@@ -52,6 +53,11 @@ def test_tools_are_listed_with_the_public_names_in_order(browser: BrowserProgram
         "value",
         "clear",
     }
+
+
+def test_input_schemas_are_closed_and_have_no_nullable_types(browser: BrowserProgram) -> None:
+    tools = rpc(browser.mcp_url, "tools/list").json()["result"]["tools"]
+    assert [p for tool in tools for p in strictness_problems(tool["name"], tool["inputSchema"])] == []
 
 
 def test_health_reports_chromium(browser: BrowserProgram) -> None:

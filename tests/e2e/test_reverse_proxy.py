@@ -1,5 +1,6 @@
 """deploy/reverse-proxy: nginx in front of agentbox. MCP mode answers 421 to the proxy's public host until
-AICODEBOX_MCP_MODE_ALLOWED_HOSTS names it, then 200; the gateway is served through the same proxy.
+AICODEBOX_MCP_MODE_ALLOWED_HOSTS names it, then 200; the key-less gateway likewise until AIO_ALLOWED_HOSTS
+names it (its DNS-rebinding guard), then it is served through the same proxy.
 
 nginx runs in its own container sharing the agentbox container's network namespace (so it reaches
 agentbox on 127.0.0.1, AGENTBOX_UPSTREAM_HOST), and only 127.0.0.1-published ports are used."""
@@ -33,13 +34,15 @@ def proxy_image(docker_client: docker.DockerClient, base_image: str) -> str:
 
 
 @contextlib.contextmanager
-def start_proxy(docker_client: docker.DockerClient, proxy_image: str, box: Box) -> Iterator[None]:
+def start_proxy(docker_client: docker.DockerClient, proxy_image: str, box: Box,
+                health: int = 200) -> Iterator[None]:
+    """nginx in front of ``box``, ready once the gateway's ``/health`` answers ``health`` through it."""
     proxy = docker_client.containers.run(
         proxy_image, detach=True, name=unique("agentbox-e2e-proxy"), labels={LABEL: "1"},
         network_mode=f"container:{box.container.id}",
         environment={"PUBLIC_HOST": PUBLIC_HOST, "AGENTBOX_UPSTREAM_HOST": "127.0.0.1"})
     try:
-        box.wait_http(80, "/health", headers={"Host": PUBLIC_HOST}, timeout=60)
+        box.wait_http(80, "/health", expect=health, headers={"Host": PUBLIC_HOST}, timeout=60)
         yield
     finally:
         proxy.remove(force=True)
@@ -54,11 +57,13 @@ def test_mcp_mode_behind_the_proxy_needs_the_public_host_allowed(
         docker_client: docker.DockerClient, agentbox_image: str, proxy_image: str) -> None:
     env = {"AICODEBOX_MCP_MODE": "1", "AICODEBOX_MCP_MODE_TOKEN": MCP_TOKEN, "DISABLE_BROWSER": "true"}
     with running_box(docker_client, agentbox_image, env, published=PUBLISHED) as box:
-        with start_proxy(docker_client, proxy_image, box):
+        with start_proxy(docker_client, proxy_image, box, health=421):
             assert proxied_tools_list(box).status_code == 421
+            refused = mcp_post(box.url(80, "/mcp"), "tools/list", headers={"Host": PUBLIC_HOST})
+            assert refused.status_code == 421 and "AIO_ALLOWED_HOSTS" in refused.json()["error"]["message"]
 
     allowed = {**env, "AICODEBOX_MCP_MODE_ALLOWED_HOSTS": PUBLIC_HOST,
-               "AICODEBOX_MCP_MODE_ALLOWED_ORIGINS": f"https://{PUBLIC_HOST}"}
+               "AICODEBOX_MCP_MODE_ALLOWED_ORIGINS": f"https://{PUBLIC_HOST}", "AIO_ALLOWED_HOSTS": PUBLIC_HOST}
     with running_box(docker_client, agentbox_image, allowed, published=PUBLISHED) as box:
         with start_proxy(docker_client, proxy_image, box):
             response = proxied_tools_list(box)

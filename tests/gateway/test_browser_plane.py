@@ -61,8 +61,8 @@ async def test_info_reports_public_cdp_url_user_agent_and_viewport(plane: Browse
         size = await page.evaluate("[innerWidth, innerHeight]")
         assert info["viewport"] == {"width": size[0], "height": size[1]}
         assert info["vnc_url"] is None
-        keyed = await plane.info("http://10.0.0.5:8091", api_key="k y")
-        assert keyed["cdp_url"] == f"ws://10.0.0.5:8091/cdp/devtools/browser/{browser_id}?api_key=k%20y"
+        plain = await plane.info("http://10.0.0.5:8091")
+        assert plain["cdp_url"] == f"ws://10.0.0.5:8091/cdp/devtools/browser/{browser_id}"  # never a key in it
 
 
 async def test_screenshot_is_a_png_of_the_page_on_display(plane: BrowserPlane, chromium: Chromium,

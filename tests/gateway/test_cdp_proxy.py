@@ -4,18 +4,23 @@ address, and Playwright from outside connecting through it, behind the API key."
 from __future__ import annotations
 
 import json
+import subprocess
+from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
+from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from agentbox_gateway.cdp_proxy import public_base, rewrite_targets
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.headless_chromium import Chromium
 from tests.support.jsonrpc import call_tool, tool_json
+from tests.support.servers import console_script, free_port, run_command, stop_group
 
 pytestmark = pytest.mark.chromium
 KEY = "cdp-proxy-key"
@@ -108,3 +113,73 @@ def test_browser_get_info_cdp_url_speaks_cdp(gateway: str) -> None:
         reply = json.loads(socket.recv(timeout=10))
     assert reply["id"] == 1 and reply["result"]["userAgent"] == info["user_agent"]
     assert reply["result"]["product"].startswith(("Chrome/", "HeadlessChrome/"))
+
+
+@pytest.fixture
+def aiod(chromium: Chromium) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``aiod start`` as shipped (its own logging, INFO), with the key, in front of the test Chromium."""
+    port = free_port()
+    env = {"AIO_API_KEY": KEY, "AIO_CDP_URL": chromium.cdp_url, "LOG_LEVEL": "INFO", "LOG_FORMAT": ""}
+    with run_command([console_script("aiod"), "start", "--port", str(port)], env=env,
+                     ready_url=f"http://127.0.0.1:{port}/health") as process:
+        yield f"http://127.0.0.1:{port}", process
+
+
+def stop_and_read(process: subprocess.Popen) -> str:
+    stop_group(process)
+    assert process.stdout is not None
+    return process.stdout.read().decode(errors="replace")
+
+
+def browser_version(socket_url: str, **kwargs: Any) -> dict[str, Any]:
+    with connect(socket_url, max_size=None, proxy=None, **kwargs) as socket:
+        socket.send(json.dumps({"id": 1, "method": "Browser.getVersion"}))
+        return json.loads(socket.recv(timeout=10))
+
+
+def test_a_key_in_the_url_is_answered_with_a_single_use_ticket(aiod: tuple[str, subprocess.Popen]) -> None:
+    gateway, process = aiod
+    answer = httpx.get(f"{gateway}/cdp/json/version", params={"api_key": KEY})
+    assert answer.status_code == 200 and KEY not in answer.text
+    socket_url = answer.json()["webSocketDebuggerUrl"]
+    assert "?ticket=" in socket_url and "api_key" not in socket_url
+    assert browser_version(socket_url)["result"]["product"]
+    with pytest.raises(InvalidStatus) as second:
+        browser_version(socket_url)
+    assert second.value.response.status_code == 401
+    listed = httpx.get(f"{gateway}/cdp/json/list", params={"api_key": KEY}).json()
+    assert all("ticket=" in t["webSocketDebuggerUrl"] and KEY not in json.dumps(t) for t in listed)
+    with_header = httpx.get(f"{gateway}/cdp/json/version", headers=AUTH).json()["webSocketDebuggerUrl"]
+    assert "?" not in with_header and browser_version(with_header, additional_headers=AUTH)["id"] == 1
+    info = tool_json(call_tool(f"{gateway}/mcp?api_key={KEY}", "browser_get_info"))
+    assert KEY not in info["cdp_url"] and browser_version(info["cdp_url"])["id"] == 1
+    rest = httpx.get(f"{gateway}/v1/browser/info", params={"api_key": KEY}).json()["data"]
+    assert KEY not in rest["cdp_url"] and browser_version(rest["cdp_url"])["id"] == 1
+    assert KEY not in stop_and_read(process)
+
+
+def test_websocket_logs_carry_no_key_and_no_traceback(aiod: tuple[str, subprocess.Popen]) -> None:
+    gateway, process = aiod
+    socket_url = httpx.get(f"{gateway}/cdp/json/version", headers=AUTH).json()["webSocketDebuggerUrl"]
+    for _ in range(3):
+        assert browser_version(f"{socket_url}?api_key={KEY}")["id"] == 1  # closed normally by the client
+    with pytest.raises(InvalidStatus):
+        browser_version(f"{socket_url}?apiToken=other-secret&api_key=wrong-{KEY}")
+    logs = stop_and_read(process)
+    assert '"WebSocket /cdp/devtools/browser/' in logs and "api_key=[redacted len=" in logs, logs
+    assert KEY not in logs and "other-secret" not in logs
+    assert "Traceback" not in logs and "ERROR" not in logs, logs
+
+
+def test_playwright_with_the_key_in_the_endpoint_url_connects_through_a_ticket(
+        aiod: tuple[str, subprocess.Popen]) -> None:
+    """Playwright asks ``<endpoint>/json/version/?api_key=…`` and then opens the socket URL it got."""
+    gateway, process = aiod
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(f"{gateway}/cdp?api_key={KEY}", timeout=20_000)
+        try:
+            assert browser.version
+        finally:
+            browser.close()
+    logs = stop_and_read(process)
+    assert KEY not in logs and "?ticket=[redacted len=43" in logs, logs

@@ -168,11 +168,7 @@ def test_context_tools_over_mcp(mcp_url: str, gateway_settings: GatewaySettings)
         "sandbox_load_skill",
     ]
     tools = {t["name"]: t for t in rpc(mcp_url, "tools/list").json()["result"]["tools"]}
-    assert tools["sandbox_get_packages"]["inputSchema"]["properties"]["language"]["enum"] == [
-        "python",
-        "nodejs",
-        None,
-    ]
+    assert tools["sandbox_get_packages"]["inputSchema"]["properties"]["language"]["enum"] == ["python", "nodejs"]
 
     info = tool_json(call_tool(mcp_url, "sandbox_get_context"))
     assert info["version"] == __version__ and info["home_dir"] == os.path.expanduser("~")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import urllib.request
+
 import httpx
 
 from tests.support.jsonrpc import rpc
@@ -60,3 +63,24 @@ def test_notification_is_accepted_with_202(mcp_url: str) -> None:
 def test_health_is_public_json(gateway: str) -> None:
     response = httpx.get(f"{gateway}/health")
     assert response.status_code == 200 and response.json()["status"] == "ok"
+
+
+def test_a_post_without_accept_is_served_as_accept_anything(mcp_url: str) -> None:
+    """Python's urllib sends no ``Accept`` at all; curl sends ``*/*``: both are served."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}).encode()
+    request = urllib.request.Request(mcp_url, data=body, headers={"Content-Type": "application/json"})
+    assert request.get_header("Accept") is None
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+        assert json.loads(response.read())["result"]["tools"]
+
+
+def test_http_level_refusals_on_mcp_are_json_rpc_errors(mcp_url: str) -> None:
+    too_big = httpx.post(mcp_url, content=b"x" * (8 * 1024 * 1024 + 1), headers=JSON, timeout=60)
+    assert too_big.status_code == 413 and too_big.headers["content-type"] == "application/json"
+    assert too_big.json() == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": "Request body too large: /mcp accepts at most 8 MiB"}}
+    no_json = httpx.post(mcp_url, content=b"{}", headers={"Content-Type": "text/plain"})
+    assert no_json.status_code == 400 and no_json.json()["error"]["message"] == "Invalid Content-Type header"
+    refused = httpx.post(mcp_url, json={}, headers={"Accept": "text/html"})
+    assert refused.status_code == 406 and refused.json()["error"]["code"] == -32600

@@ -22,29 +22,31 @@ def bearer_token(scope: Scope) -> str | None:
     return None
 
 
+def _json_response(status: int, body: Any, headers: Iterable[tuple[bytes, bytes]]) -> tuple[dict, dict]:
+    payload = json.dumps(body).encode()
+    start = {
+        "status": status,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()), *headers],
+    }
+    return start, {"body": payload}
+
+
 async def send_json(send: Send, status: int, body: Any, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
     """A complete HTTP response: ``body`` as JSON with ``status`` and any extra ``headers``."""
-    payload = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
+    start, content = _json_response(status, body, headers)
+    await send({"type": "http.response.start", **start})
+    await send({"type": "http.response.body", **content})
 
 
-async def refuse(
-    scope: Scope, send: Send, status: int, body: Any, headers: Iterable[tuple[bytes, bytes]] = ()
-) -> None:
-    """Refuse a request: a websocket is closed with 1008 (policy violation) before it is accepted,
-    an HTTP request gets ``status`` with ``body`` as JSON (see :func:`send_json`)."""
-    if scope["type"] == "websocket":
+async def refuse(scope: Scope, send: Send, status: int, body: Any, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    """Refuse a request before the app runs: ``status`` with ``body`` as JSON. A WebSocket
+    handshake gets the same HTTP answer where the server offers the ASGI ``websocket.http.response``
+    extension (uvicorn does), else it is closed with 1008 (policy violation) before it is accepted."""
+    if scope["type"] != "websocket":
+        await send_json(send, status, body, headers)
+    elif "websocket.http.response" in scope.get("extensions", {}):
+        start, content = _json_response(status, body, headers)
+        await send({"type": "websocket.http.response.start", **start})
+        await send({"type": "websocket.http.response.body", **content})
+    else:
         await send({"type": "websocket.close", "code": 1008})
-        return
-    await send_json(send, status, body, headers)

@@ -1,15 +1,40 @@
 """Logging set-up shared by the services: plain text by default, one JSON object per line with
-``LOG_FORMAT=json``, naming the request (``request_id``) a line was logged for."""
+``LOG_FORMAT=json``, naming the request (``request_id``) a line was logged for. Our code never passes
+secrets to loggers, but libraries log request lines (uvicorn's ``"WebSocket /cdp/devtools/…?api_key=…"
+[accepted]``), so every record is scrubbed of credentials carried in a URL before it is written."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import re
 import sys
 import time
 
 from .observability.request_ids import current_request_id
+from .redaction import SECRET_PARAMETERS, redacted
+
+#: ``name=value`` of a credential parameter (:data:`SECRET_PARAMETERS`) inside a URL in a message.
+_SECRET_IN_URL = re.compile(
+    r"([?&](?:" + "|".join(map(re.escape, sorted(SECRET_PARAMETERS))) + r")=)([^&#\s\"']*)", re.IGNORECASE
+)
+
+
+def redact(text: str) -> str:
+    """``text`` with the value of every credential query parameter in it replaced (:func:`redacted`)."""
+    return _SECRET_IN_URL.sub(lambda match: match[1] + redacted(match[2]), text)
+
+
+class RedactSecrets(logging.Filter):
+    """Rewrites a record's message (arguments merged in) when it holds a credential in a URL."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
 
 
 class JsonFormatter(logging.Formatter):
@@ -39,6 +64,7 @@ def configure_logging(level: str | None = None) -> None:
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactSecrets())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel((level or os.environ.get("LOG_LEVEL", "INFO")).upper())

@@ -1,15 +1,35 @@
-"""Run an ASGI app with uvicorn the same way in every service."""
+"""Run an ASGI app with uvicorn the same way in every service, with bounded connections (see
+:mod:`agentbox_common.protocols`) configured by ``AGENTBOX_HEADER_TIMEOUT``,
+``AGENTBOX_BODY_TIMEOUT`` and ``AGENTBOX_MAX_CONNECTIONS``."""
 
 from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
 
 import uvicorn
 from starlette.types import ASGIApp
 
 from .processes import hide_own_environment
+from .protocols import ConnectionLimits, bounded_protocols, default_max_connections
+from .settings import ConfigError, env_float, env_int
+
+
+def connection_limits(env: Mapping[str, str] | None = None) -> ConnectionLimits:
+    return ConnectionLimits(
+        header_timeout=env_float("AGENTBOX_HEADER_TIMEOUT", 10.0, env, minimum=0.1),
+        body_timeout=env_float("AGENTBOX_BODY_TIMEOUT", 30.0, env, minimum=0.1),
+        max_connections=env_int("AGENTBOX_MAX_CONNECTIONS", default_max_connections(), env, minimum=2),
+    )
 
 
 def serve(app: ASGIApp, host: str, port: int) -> None:
+    try:
+        limits = connection_limits()
+    except ConfigError as exc:
+        sys.exit(f"{sys.argv[0].rsplit('/', 1)[-1]}: {exc}")
     hide_own_environment()
+    http, ws = bounded_protocols(limits)
     config = uvicorn.Config(
         app,
         host=host,
@@ -18,6 +38,7 @@ def serve(app: ASGIApp, host: str, port: int) -> None:
         access_log=False,
         proxy_headers=False,
         timeout_graceful_shutdown=5,
-        ws="websockets-sansio",
+        http=http,
+        ws=ws,
     )
     uvicorn.Server(config).run()

@@ -17,8 +17,9 @@ from .mcp_tools.registry import ToolRegistry
 from .metrics import gateway_collector
 from .planes import Planes
 from .rest import build_rest_app
-from .security import ApiKeyGuard, OriginGuard
+from .security import ApiKeyGuard, HostGuard, OriginGuard
 from .settings import GatewaySettings
+from .tickets import TicketStore
 from .upstreams import UpstreamRouter
 
 
@@ -56,8 +57,11 @@ def build_app(settings: GatewaySettings) -> Starlette:
     app.state.planes = planes
     app.state.registry = registry
     app.state.upstreams = upstreams
-    app.add_middleware(ApiKeyGuard, api_key=settings.api_key)
+    app.add_middleware(ApiKeyGuard, api_key=settings.api_key, tickets=TicketStore())
     app.add_middleware(OriginGuard, allowed_origins=settings.allowed_origins)
+    # Outside the other guards: a rebound page is refused before anything else answers it.
+    app.add_middleware(HostGuard, allowed_hosts=settings.allowed_hosts,
+                       active=not settings.api_key or bool(settings.allowed_hosts))
     metrics = settings.observability.install(app, "agentbox-gateway")
     if metrics is not None:
         metrics.add_collector(gateway_collector(planes, upstreams))

@@ -13,21 +13,27 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import anyio
 import httpx
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.types import Scope
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from .planes.browser import gateway_base
+from .security import url_ticket
 from .settings import GatewaySettings
+from .tickets import TICKET_PARAM
 
 logger = logging.getLogger(__name__)
+
+#: Where the relayed DevTools WebSockets live; a ticket in a socket URL is good only under it.
+SOCKET_PREFIX = "/cdp/devtools/"
 
 _HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
 _PREFIX = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=:@%/\-]*$")
@@ -68,30 +74,44 @@ def request_public_base(connection: HTTPConnection, fallback_base: str) -> str:
     return public_base(connection.headers, scheme, urlsplit(fallback_base).netloc)
 
 
-def _without_api_key(query: str) -> str:
-    return urlencode([(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "api_key"])
+def _without_credentials(query: str) -> str:
+    return urlencode(
+        [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in ("api_key", TICKET_PARAM)]
+    )
 
 
-def rewrite_targets(payload: Any, base: str, api_key: str | None = None) -> Any:
-    """Point ``webSocketDebuggerUrl`` and the DevTools frontend's ``ws=`` at ``<base>/cdp/devtools/``."""
+def with_ticket(url: str, scope: Scope) -> str:
+    """A socket URL handed to the caller of ``scope``: with a single-use ``?ticket=`` when the
+    caller authenticated in its own URL (so a client that can only use URLs still connects),
+    unchanged otherwise. The key itself never goes into a URL."""
+    query = url_ticket(scope, SOCKET_PREFIX)
+    return f"{url}?{query}" if query else url
+
+
+def _unchanged(url: str) -> str:
+    return url
+
+
+def rewrite_targets(payload: Any, base: str, sign: Callable[[str], str] = _unchanged) -> Any:
+    """Point ``webSocketDebuggerUrl`` and the DevTools frontend's ``ws=`` at ``<base>/cdp/devtools/``;
+    ``sign`` finishes each socket URL (:func:`with_ticket`)."""
     if isinstance(payload, list):
-        return [rewrite_targets(item, base, api_key) for item in payload]
+        return [rewrite_targets(item, base, sign) for item in payload]
     if not isinstance(payload, dict):
         return payload
     secure = base.startswith("https:")
-    ws_base = ("wss" if secure else "ws") + base[base.index(":"):]
+    ws_base = ("wss" if secure else "ws") + base[base.index(":") :]
     authority_and_prefix = base.split("://", 1)[1]
     rewritten = dict(payload)
     socket_url = payload.get("webSocketDebuggerUrl")
     if isinstance(socket_url, str):
-        rewritten["webSocketDebuggerUrl"] = f"{ws_base}/cdp{urlsplit(socket_url).path}"
-        if api_key:
-            rewritten["webSocketDebuggerUrl"] += f"?api_key={quote(api_key, safe='')}"
+        rewritten["webSocketDebuggerUrl"] = sign(f"{ws_base}/cdp{urlsplit(socket_url).path}")
     frontend = payload.get("devtoolsFrontendUrl")
     if isinstance(frontend, str):
         param = "wss" if secure else "ws"
         rewritten["devtoolsFrontendUrl"] = _FRONTEND_WS.sub(
-            lambda m: f"{m[1]}{param}={authority_and_prefix}/cdp{m[2]}", frontend)
+            lambda m: f"{m[1]}{param}={authority_and_prefix}/cdp{m[2]}", frontend
+        )
     return rewritten
 
 
@@ -105,34 +125,38 @@ class CdpProxy:
         """``GET|PUT /cdp/json[/...]`` -> Chromium's ``/json[/...]`` with addresses rewritten."""
         path = request.path_params.get("path")
         url = f"{self.cdp_url}/json" + (f"/{path}" if path is not None else "")
-        query = _without_api_key(request.url.query)
+        query = _without_credentials(request.url.query)
         try:
             async with httpx.AsyncClient(timeout=10.0, trust_env=False) as client:
                 upstream = await client.request(request.method, url + (f"?{query}" if query else ""))
         except httpx.HTTPError as exc:
             return JSONResponse(
-                {"success": False, "message": "Browser unavailable: no reachable CDP port",
-                 "data": None, "hint": f"{url} did not answer ({type(exc).__name__}: {exc})"},
+                {
+                    "success": False,
+                    "message": "Browser unavailable: no reachable CDP port",
+                    "data": None,
+                    "hint": f"{url} did not answer ({type(exc).__name__}: {exc})",
+                },
                 status_code=503,
             )
         if "json" not in upstream.headers.get("content-type", ""):
-            return Response(upstream.content, upstream.status_code,
-                            media_type=upstream.headers.get("content-type"))
+            return Response(upstream.content, upstream.status_code, media_type=upstream.headers.get("content-type"))
         try:
             payload = upstream.json()
         except ValueError:
             return Response(upstream.content, upstream.status_code, media_type="application/json")
         base = request_public_base(request, self.fallback_base)
-        body = rewrite_targets(payload, base, request.query_params.get("api_key"))
+        body = rewrite_targets(payload, base, lambda url: with_ticket(url, request.scope))
         return JSONResponse(body, status_code=upstream.status_code)
 
     async def devtools_socket(self, websocket: WebSocket) -> None:
         """``WS /cdp/devtools/...`` relayed to Chromium's ``/devtools/...`` in both directions."""
-        query = _without_api_key(websocket.url.query)
+        query = _without_credentials(websocket.url.query)
         url = f"{self.ws_root}/devtools/{websocket.path_params['path']}" + (f"?{query}" if query else "")
         try:
-            upstream = await connect(url, max_size=None, compression=None, ping_interval=None,
-                                     open_timeout=5, proxy=None)
+            upstream = await connect(
+                url, max_size=None, compression=None, ping_interval=None, open_timeout=5, proxy=None
+            )
         except Exception as exc:  # refused, timed out or handshake rejected: Chromium is not there
             logger.warning("CDP proxy cannot reach %s: %s: %s", url, type(exc).__name__, exc)
             await websocket.accept()
@@ -163,8 +187,14 @@ class CdpProxy:
 
             group.start_soon(relay, to_chromium)
             group.start_soon(relay, to_client)
-        with contextlib.suppress(RuntimeError, OSError):
-            await websocket.close(code=1000)
+        # Chromium ended the session: close our side. When the client left first (the normal end
+        # of a Playwright or Puppeteer session) there is nothing to close.
+        if (
+            websocket.client_state == WebSocketState.CONNECTED
+            and websocket.application_state == WebSocketState.CONNECTED
+        ):
+            with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+                await websocket.close(code=1000)
 
 
 def routes(settings: GatewaySettings) -> list[BaseRoute]:
@@ -173,5 +203,5 @@ def routes(settings: GatewaySettings) -> list[BaseRoute]:
     return [
         Route("/cdp/json", proxy.json_endpoint, methods=["GET", "PUT"]),
         Route("/cdp/json/{path:path}", proxy.json_endpoint, methods=["GET", "PUT"]),
-        WebSocketRoute("/cdp/devtools/{path:path}", proxy.devtools_socket),
+        WebSocketRoute(SOCKET_PREFIX + "{path:path}", proxy.devtools_socket),
     ]

@@ -18,6 +18,7 @@ from starlette.routing import Route
 from agentbox_common.observability import ToolOutcome, note_tool_call
 
 from . import __version__
+from .mcp_edge import MCP_PATH, McpEdge
 from .mcp_tools.registry import ToolRegistry, current_request
 from .settings import MAX_MCP_BODY_BYTES
 from .upstreams import UpstreamCallForwarder, UpstreamRouter
@@ -95,10 +96,12 @@ def build_mcp_routes(
     behind the upstream-call forwarder when upstreams are registered. Call inside
     ``server.session_manager.run()``'s lifespan.
 
-    Host checks are off on purpose (the gateway is reached by container names and through reverse
-    proxies); the Origin check is the gateway's own middleware, which covers REST and CDP too."""
+    The SDK's own Host/Origin checks stay off: it would switch them on by itself for a loopback
+    ``host`` with a loopback-only allowlist, while the gateway's guards (``security``) apply one
+    rule to MCP, REST and CDP alike (``AIO_ALLOWED_HOSTS``, ``AIO_ALLOWED_ORIGINS``). The route is
+    wrapped in :class:`McpEdge` (missing ``Accept``, JSON-RPC error bodies)."""
     sdk_app = server.streamable_http_app(
-        streamable_http_path="/mcp",
+        streamable_http_path=MCP_PATH,
         json_response=True,
         stateless_http=True,
         max_request_body_size=MAX_MCP_BODY_BYTES,
@@ -107,8 +110,7 @@ def build_mcp_routes(
     )
     (route,) = sdk_app.routes
     assert isinstance(route, Route)
-    if not upstreams:
-        return [route]
-    forwarder = UpstreamCallForwarder(route.endpoint, upstreams, builtins=builtins,
-                                      server_info=server.server_info_stamp)
-    return [Route(route.path, endpoint=forwarder)]
+    endpoint = route.endpoint
+    if upstreams:
+        endpoint = UpstreamCallForwarder(endpoint, upstreams, builtins=builtins, server_info=server.server_info_stamp)
+    return [Route(MCP_PATH, endpoint=McpEdge(endpoint, MAX_MCP_BODY_BYTES))]

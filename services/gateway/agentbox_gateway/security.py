@@ -1,19 +1,28 @@
-"""ASGI middleware guarding every route: the Origin check (so a web page cannot drive a local
-sandbox) and the ``AIO_API_KEY`` bearer check. Both wrap the whole app, MCP, REST and CDP alike."""
+"""ASGI middleware guarding every route, MCP, REST and CDP alike: the ``Host`` check (DNS
+rebinding), the ``Origin`` check (a web page cannot drive a local sandbox) and the ``AIO_API_KEY``
+bearer check. A refusal on ``/mcp`` is a JSON-RPC error object, elsewhere the REST envelope."""
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Iterable
+import socket
+from collections.abc import Callable, Iterable
 from urllib.parse import parse_qsl, urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common.asgi import refuse
 
+from .mcp_edge import MCP_PATH, jsonrpc_http_error
+from .tickets import TICKET_PARAM, TicketStore
+
 #: Routes anyone may call, even with a key set (AIO's public set).
 PUBLIC_PATHS = frozenset({"/health", "/v1/ping", "/v1/openapi.json", "/v1/docs"})
+#: Scope key set by :class:`ApiKeyGuard` when the caller authenticated in the URL: a function
+#: issuing a ticket, for doors that hand out URLs (see :func:`url_ticket`).
+_TICKET_ISSUER = "agentbox.issue_ticket"
+_CHALLENGE = ((b"www-authenticate", b'Bearer realm="agentbox"'),)
 
 
 def _is_loopback_host(hostname: str | None) -> bool:
@@ -43,6 +52,102 @@ def origin_allowed(origin: str, allowed: Iterable[str]) -> bool:
     return any(origin_matches(origin, pattern) for pattern in allowed)
 
 
+def split_host(value: str) -> tuple[str, str] | None:
+    """``(name, port)`` of a ``Host`` header value, lower-cased (``port`` may be empty); None when
+    it is not a host name, an IPv4 address or a bracketed IPv6 address with an optional port."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        address, closed, rest = value[1:].partition("]")
+        try:
+            ipaddress.IPv6Address(address)
+        except ValueError:
+            return None
+        if not closed or (rest and rest[0] != ":"):
+            return None
+        name, port = f"[{address}]", rest[1:]
+    else:
+        name, _, port = value.partition(":")
+        if not name or not all(c.isalnum() or c in "-._" for c in name):
+            return None
+    return (name, port) if port == "" or port.isdigit() else None
+
+
+def own_host_names() -> frozenset[str]:
+    """The names this machine or container is reached by from itself: its host name, its fully
+    qualified name and the addresses they resolve to (a container's own IP), lower-cased."""
+    names: set[str] = set()
+    try:
+        hostname = socket.gethostname()
+        names.update({hostname, socket.getfqdn(hostname)})
+        for *_, address in socket.getaddrinfo(hostname, None, proto=socket.IPPROTO_TCP):
+            ip = str(address[0]).split("%")[0]
+            names.add(f"[{ip}]" if ":" in ip else ip)
+    except OSError:
+        pass
+    return frozenset(name.lower() for name in names if name)
+
+
+def host_allowed(value: str, allowed: Iterable[str], own_names: Iterable[str] = ()) -> bool:
+    """Loopback names and ``own_names`` on any port; an ``allowed`` entry exactly (``name`` or
+    ``name:port``), or on any port with ``name:*``. Malformed values are refused."""
+    parts = split_host(value)
+    if parts is None:
+        return False
+    name, port = parts
+    if _is_loopback_host(name.strip("[]")) or name in own_names:
+        return True
+    authority = f"{name}:{port}" if port else name
+    for pattern in allowed:
+        pattern = pattern.strip().lower()
+        if pattern == authority or (pattern.endswith(":*") and pattern[:-2] == name):
+            return True
+    return False
+
+
+async def _refuse(
+    scope: Scope,
+    send: Send,
+    status: int,
+    message: str,
+    hint: str | None = None,
+    headers: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    """Refuse before the app runs: on ``/mcp`` a JSON-RPC error, elsewhere the REST envelope."""
+    if scope["path"] == MCP_PATH:
+        body = jsonrpc_http_error(f"{message} ({hint})" if hint else message)
+    else:
+        body = {"success": False, "message": message, "data": None, "hint": hint}
+    await refuse(scope, send, status, body, headers)
+
+
+class HostGuard:
+    """Answer 421 to a ``Host`` that is not loopback, this machine's own name or allowlisted.
+    Active without an API key (a rebound web page can read a key-less gateway otherwise), and with a
+    key only when ``AIO_ALLOWED_HOSTS`` is set. A request without ``Host`` is not from a browser."""
+
+    def __init__(
+        self, app: ASGIApp, allowed_hosts: Iterable[str], active: bool, own_names: Iterable[str] | None = None
+    ) -> None:
+        self.app = app
+        self.allowed = tuple(allowed_hosts)
+        self.active = active
+        self.own_names = frozenset(own_host_names() if own_names is None else own_names)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.active and scope["type"] in ("http", "websocket"):
+            host = dict(scope["headers"]).get(b"host")
+            if host is not None and not host_allowed(host.decode("latin-1"), self.allowed, self.own_names):
+                await _refuse(
+                    scope,
+                    send,
+                    421,
+                    "Misdirected request: Host not allowed",
+                    "list the name clients use in AIO_ALLOWED_HOSTS",
+                )
+                return
+        await self.app(scope, receive, send)
+
+
 class OriginGuard:
     """Refuse (403) a request whose ``Origin`` is neither loopback nor allowlisted."""
 
@@ -54,18 +159,15 @@ class OriginGuard:
         if scope["type"] in ("http", "websocket"):
             origin = dict(scope["headers"]).get(b"origin")
             if origin is not None and not origin_allowed(origin.decode("latin-1"), self.allowed):
-                await refuse(
-                    scope,
-                    send,
-                    403,
-                    {"success": False, "message": "Forbidden: origin not allowed", "data": None, "hint": None},
+                await _refuse(
+                    scope, send, 403, "Forbidden: origin not allowed", "list the page's origin in AIO_ALLOWED_ORIGINS"
                 )
                 return
         await self.app(scope, receive, send)
 
 
-def presented_key(scope: Scope) -> str | None:
-    """The key a request carries: Bearer header, ``x-api-key``/``x-aio-api-key``, or ``?api_key=``."""
+def header_key(scope: Scope) -> str | None:
+    """The key a request carries in a header: Bearer, ``x-api-key`` or ``x-aio-api-key``."""
     headers = dict(scope["headers"])
     auth = headers.get(b"authorization", b"").decode("latin-1")
     if auth[:7].lower() == "bearer ":
@@ -73,31 +175,61 @@ def presented_key(scope: Scope) -> str | None:
     for name in (b"x-api-key", b"x-aio-api-key"):
         if name in headers:
             return headers[name].decode("latin-1")
-    query = scope.get("query_string", b"").decode("latin-1")
-    for key, value in parse_qsl(query):
-        if key == "api_key":
+    return None
+
+
+def _query_value(scope: Scope, name: str) -> str | None:
+    for key, value in parse_qsl(scope.get("query_string", b"").decode("latin-1")):
+        if key == name:
             return value
     return None
 
 
-class ApiKeyGuard:
-    """With a key configured, every non-public route answers 401 unless the key is presented."""
+def url_ticket(scope: Scope, prefix: str) -> str | None:
+    """``ticket=<t>`` for a URL handed to a caller who authenticated in the URL (``?api_key=`` or
+    ``?ticket=``), good once under ``prefix``; None when the URL needs nothing (no key configured,
+    or the caller sends a header it will send again)."""
+    issue: Callable[[str], str] | None = scope.get(_TICKET_ISSUER)
+    return f"{TICKET_PARAM}={issue(prefix)}" if issue is not None else None
 
-    def __init__(self, app: ASGIApp, api_key: str) -> None:
+
+class ApiKeyGuard:
+    """With a key configured, every non-public route answers 401 unless the key is presented (a
+    header, or ``?api_key=``) or a ticket from ``tickets`` is (``?ticket=``, once)."""
+
+    def __init__(self, app: ASGIApp, api_key: str, tickets: TicketStore | None = None) -> None:
         self.app = app
         self.api_key = api_key.encode()
+        self.tickets = tickets or TicketStore()
+
+    def _authenticated(self, scope: Scope) -> bool:
+        key = header_key(scope)
+        if key is not None:
+            return hmac.compare_digest(key.encode(), self.api_key)
+        key = _query_value(scope, "api_key")
+        if key is not None:
+            accepted = hmac.compare_digest(key.encode(), self.api_key)
+        else:
+            ticket = _query_value(scope, TICKET_PARAM)
+            accepted = ticket is not None and self.tickets.redeem(ticket, scope["path"])
+        if accepted:
+            scope[_TICKET_ISSUER] = self.tickets.issue
+        return accepted
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket") and self.api_key and scope["path"] not in PUBLIC_PATHS:
-            key = presented_key(scope)
-            if key is None or not hmac.compare_digest(key.encode(), self.api_key):
-                await refuse(
-                    scope,
-                    send,
-                    401,
-                    {"success": False, "message": "Unauthorized: missing or invalid API key", "data": None,
-                     "hint": "send Authorization: Bearer <AIO_API_KEY>"},
-                    [(b"www-authenticate", b'Bearer realm="agentbox"')],
-                )
-                return
+        if (
+            scope["type"] in ("http", "websocket")
+            and self.api_key
+            and scope["path"] not in PUBLIC_PATHS
+            and not self._authenticated(scope)
+        ):
+            await _refuse(
+                scope,
+                send,
+                401,
+                "Unauthorized: missing or invalid API key",
+                "send Authorization: Bearer <AIO_API_KEY>",
+                _CHALLENGE,
+            )
+            return
         await self.app(scope, receive, send)

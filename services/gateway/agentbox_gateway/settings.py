@@ -25,6 +25,9 @@ class GatewaySettings:
     api_key: str = ""
     #: ``AIO_ALLOWED_ORIGINS``: non-loopback browser origins allowed to call the gateway.
     allowed_origins: tuple[str, ...] = ()
+    #: ``AIO_ALLOWED_HOSTS``: ``Host`` values served besides loopback and the machine's own names
+    #: (``name``, ``name:port``, ``name:*``); checked always without a key, with one only when set.
+    allowed_hosts: tuple[str, ...] = ()
     #: ``EXTRA_MCP_SERVERS`` / ``--mcp-servers``: the raw registration object, validated by upstreams.
     mcp_servers: Mapping[str, Any] = field(default_factory=dict)
     #: ``AIO_MCP_LIST_TIMEOUT``: the most one upstream may add to ``tools/list`` (seconds).
@@ -51,6 +54,7 @@ class GatewaySettings:
         values: dict[str, Any] = {
             "api_key": env_str("AIO_API_KEY", "", source),
             "allowed_origins": tuple(env_csv("AIO_ALLOWED_ORIGINS", [], source)),
+            "allowed_hosts": tuple(env_csv("AIO_ALLOWED_HOSTS", [], source)),
             "mcp_servers": env_json_object("EXTRA_MCP_SERVERS", source),
             "upstream_list_timeout": env_float("AIO_MCP_LIST_TIMEOUT", 2.0, source, minimum=0.05),
             "upstream_call_timeout": env_float("AIO_MCP_CALL_TIMEOUT", 300.0, source, minimum=0.05),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
-from ..cdp_proxy import request_public_base
+from ..cdp_proxy import request_public_base, with_ticket
 from ..planes.browser import (
     ACTION_TYPES,
     BUTTONS,
@@ -25,12 +25,12 @@ from .results import ToolError, image_result, json_result
 if TYPE_CHECKING:
     from ..planes import Planes
 
-_NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
+_NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 def _optional(kind: str, description: str, **extra: Any) -> dict[str, Any]:
-    """Optional fields accept null too: models often send every field, unused ones as null."""
-    return {"type": [kind, "null"], "description": description, **extra}
+    """An optional field: not required (a null sent for it counts as omitted, see the registry)."""
+    return {"type": kind, "description": description, **extra}
 
 
 ACTION_SCHEMA: dict[str, Any] = {
@@ -51,7 +51,7 @@ ACTION_SCHEMA: dict[str, Any] = {
                 "y": _optional("number", "Target y in screenshot pixels", minimum=0),
                 "x_offset": _optional("number", "Horizontal move from the pointer's position (pixels)"),
                 "y_offset": _optional("number", "Vertical move from the pointer's position (pixels)"),
-                "button": _optional("string", "Mouse button (default left)", enum=[*BUTTONS, None]),
+                "button": _optional("string", "Mouse button (default left)", enum=list(BUTTONS)),
                 "num_clicks": _optional("integer", "Number of clicks (default 1)", minimum=1),
                 "dx": _optional("integer", "Horizontal wheel notches, positive scrolls right",
                                 minimum=-MAX_SCROLL_NOTCHES, maximum=MAX_SCROLL_NOTCHES),
@@ -70,9 +70,11 @@ ACTION_SCHEMA: dict[str, Any] = {
                                       minimum=0, maximum=MAX_WAIT_SECONDS),
             },
             "required": ["action_type"],
+            "additionalProperties": False,
         },
     },
     "required": ["action"],
+    "additionalProperties": False,
 }
 
 
@@ -86,9 +88,11 @@ def tools(planes: Planes) -> list[ToolSpec]:
     async def get_info(args: dict[str, Any]) -> types.CallToolResult:
         request = current_request.get()
         base = request_public_base(request, plane.local_base) if request is not None else plane.local_base
-        api_key = request.query_params.get("api_key") if request is not None else None
         try:
-            return json_result(await plane.info(base, api_key))
+            info = await plane.info(base)
+            if request is not None:
+                info["cdp_url"] = with_ticket(info["cdp_url"], request.scope)
+            return json_result(info)
         except BrowserUnavailable as exc:
             raise ToolError(f"No reachable CDP port: {exc}") from exc
         except BrowserError as exc:

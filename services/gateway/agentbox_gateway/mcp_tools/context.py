@@ -30,25 +30,27 @@ SKILL_DESCRIPTION = (
     "and instructions."
 )
 
-CONTEXT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+CONTEXT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 PACKAGES_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "language": {
-            "type": ["string", "null"],
-            "enum": [*LANGUAGES, None],
+            "type": "string",
+            "enum": list(LANGUAGES),
             "description": "python or nodejs; omit for both",
         }
     },
+    "additionalProperties": False,
 }
 SKILL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "name": {
-            "type": ["string", "null"],
+            "type": "string",
             "description": "The skill's folder name; omit to list the skills",
         }
     },
+    "additionalProperties": False,
 }
 
 

@@ -31,7 +31,7 @@ Notes for using the `str_replace` command:
 * The `new_str` parameter should contain the edited lines that should replace the `old_str`."""
 
 
-def _described(kind: str | list[str], text: str, **extra: Any) -> dict[str, Any]:
+def _described(kind: str, text: str, **extra: Any) -> dict[str, Any]:
     return {"type": kind, "description": text, **extra}
 
 
@@ -48,25 +48,25 @@ INPUT_SCHEMA: dict[str, Any] = {
             "string", "Absolute path to file or directory, e.g. `/workspace/file.py` or `/workspace`."
         ),
         "file_text": _described(
-            ["string", "null"],
+            "string",
             "Required parameter of `create` command, with the content of the file to be created.",
         ),
         "old_str": _described(
-            ["string", "null"],
+            "string",
             "Required parameter of `str_replace` command containing the string in `path` to replace.",
         ),
         "new_str": _described(
-            ["string", "null"],
+            "string",
             "Optional parameter of `str_replace` command containing the new string (if not given, no "
             "string will be added). Required parameter of `insert` command containing the string to insert.",
         ),
         "insert_line": _described(
-            ["integer", "null"],
+            "integer",
             "Required parameter of `insert` command. The `new_str` will be inserted AFTER the line "
             "`insert_line` of `path` (0 inserts at the top).",
         ),
         "view_range": _described(
-            ["array", "null"],
+            "array",
             "Optional parameter of `view` command when `path` points to a file. If none is given, the full "
             "file is shown. If provided, the file will be shown in the indicated line number range, e.g. "
             "[11, 12] will show lines 11 and 12. Indexing at 1 to start. Setting `[start_line, -1]` shows "
@@ -74,13 +74,14 @@ INPUT_SCHEMA: dict[str, Any] = {
             items={"type": "integer"},
         ),
         "replace_mode": _described(
-            ["string", "null"],
+            "string",
             "Optional parameter of `str_replace` command: ALL replaces every occurrence, FIRST the first, "
             "LAST the last. When not given, `old_str` must occur exactly once.",
-            enum=[*REPLACE_MODES, None],
+            enum=list(REPLACE_MODES),
         ),
     },
     "required": ["command", "path"],
+    "additionalProperties": False,
 }
 
 

@@ -41,12 +41,12 @@ permission_denied, already_exists, invalid_path, invalid_target, decode_error, b
 exception_type, message, operation, path and retryable."""
 
 
-def _nullable(kind: str, description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": [kind, "null"], "description": description, **extra}
+def _optional(kind: str, description: str, **extra: Any) -> dict[str, Any]:
+    return {"type": kind, "description": description, **extra}
 
 
 def _string_list(description: str) -> dict[str, Any]:
-    return {"type": ["array", "null"], "items": {"type": "string"}, "description": description}
+    return {"type": "array", "items": {"type": "string"}, "description": description}
 
 
 INPUT_SCHEMA: dict[str, Any] = {
@@ -54,42 +54,43 @@ INPUT_SCHEMA: dict[str, Any] = {
     "properties": {
         "action": {"type": "string", "enum": list(ACTIONS), "description": "The operation to perform"},
         "path": {"type": "string", "description": "Absolute path of the file or directory"},
-        "content": _nullable("string", "write: the data; replace: the text to replace; search: a regex"),
-        "target": _nullable("string", "replace: the replacement text"),
-        "pattern": _nullable("string", "find: a file-name glob; grep: a regex or literal; glob: a path glob"),
-        "encoding": _nullable(
-            "string", "read/write: utf-8 (default), base64 or raw", enum=[*ENCODINGS, None]
+        "content": _optional("string", "write: the data; replace: the text to replace; search: a regex"),
+        "target": _optional("string", "replace: the replacement text"),
+        "pattern": _optional("string", "find: a file-name glob; grep: a regex or literal; glob: a path glob"),
+        "encoding": _optional(
+            "string", "read/write: utf-8 (default), base64 or raw", enum=list(ENCODINGS)
         ),
-        "start_line": _nullable("integer", "read: first line, 0-based", minimum=0),
-        "end_line": _nullable("integer", "read: end line, 0-based, exclusive", minimum=0),
-        "append": _nullable("boolean", "write: append instead of replacing the file (default false)"),
-        "recursive": _nullable(
+        "start_line": _optional("integer", "read: first line, 0-based", minimum=0),
+        "end_line": _optional("integer", "read: end line, 0-based, exclusive", minimum=0),
+        "append": _optional("boolean", "write: append instead of replacing the file (default false)"),
+        "recursive": _optional(
             "boolean", "list: descend into sub-directories (default false); grep: (default true)"
         ),
-        "show_hidden": _nullable("boolean", "list, glob: include dot-files (default false)"),
-        "sudo": _nullable("boolean", "Accepted for AIO compatibility; the gateway's own permissions apply"),
+        "show_hidden": _optional("boolean", "list, glob: include dot-files (default false)"),
+        "sudo": _optional("boolean", "Accepted for AIO compatibility; the gateway's own permissions apply"),
         "file_types": _string_list('list: only files with these extensions, e.g. [".py", ".md"]'),
         "include": _string_list('grep, glob: only files matching these globs, e.g. ["*.py"]'),
         "exclude": _string_list(
             'grep, glob: skip files and directories matching these globs, e.g. ["node_modules"]'
         ),
-        "case_insensitive": _nullable("boolean", "grep: ignore case (default false)"),
-        "fixed_strings": _nullable("boolean", "grep: treat pattern as a literal string (default false)"),
-        "context_before": _nullable(
+        "case_insensitive": _optional("boolean", "grep: ignore case (default false)"),
+        "fixed_strings": _optional("boolean", "grep: treat pattern as a literal string (default false)"),
+        "context_before": _optional(
             "integer", "grep: lines of context before each match (default 0)", minimum=0
         ),
-        "context_after": _nullable(
+        "context_after": _optional(
             "integer", "grep: lines of context after each match (default 0)", minimum=0
         ),
-        "max_results": _nullable(
+        "max_results": _optional(
             "integer", "grep: at most 500 (default); glob: at most 5000 (default)", minimum=1
         ),
-        "include_metadata": _nullable(
+        "include_metadata": _optional(
             "boolean", "glob: include size, modified time, is_directory (default true)"
         ),
-        "files_only": _nullable("boolean", "glob: files only, no directories (default true)"),
+        "files_only": _optional("boolean", "glob: files only, no directories (default true)"),
     },
     "required": ["action", "path"],
+    "additionalProperties": False,
 }
 
 

@@ -1,6 +1,10 @@
 """The built-in tool registry: each tool is a name, a description, an input JSON Schema and an
 async handler. Arguments are checked against the schema here, once for every tool, so a missing
-or mistyped argument is an ``isError`` result naming it (``cmd is required``)."""
+or mistyped argument is an ``isError`` result naming it (``cmd is required``).
+
+Schemas are closed (``additionalProperties: false``) and say "optional" only by leaving a field
+out of ``required``, never with a ``null`` type, which strict clients (OpenAI's, Gemini's) refuse.
+Models still often send every field, unused ones as null: a null is taken as an omitted field."""
 
 from __future__ import annotations
 
@@ -50,6 +54,11 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{location}: {error.message}" if location else error.message
 
 
+def without_nulls(arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` without the fields (also of nested objects) whose value is null."""
+    return {k: without_nulls(v) if isinstance(v, dict) else v for k, v in arguments.items() if v is not None}
+
+
 def check_arguments(validator: jsonschema.protocols.Validator, arguments: dict[str, Any]) -> None:
     """Raise :class:`ToolError` with a short, model-readable message when arguments break the schema."""
     errors = sorted(validator.iter_errors(arguments), key=lambda e: (e.validator != "required", e.path))
@@ -86,7 +95,7 @@ class ToolRegistry:
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         spec = self._specs[name]
-        args = dict(arguments or {})
+        args = without_nulls(arguments or {})
         try:
             check_arguments(self._validators[name], args)
             return await spec.handler(args)

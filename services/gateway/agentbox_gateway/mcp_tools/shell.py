@@ -44,6 +44,7 @@ INPUT_SCHEMA: dict[str, Any] = {
         },
     },
     "required": ["cmd"],
+    "additionalProperties": False,
 }
 
 

@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import BaseModel
 
-from ..cdp_proxy import request_public_base
+from ..cdp_proxy import request_public_base, with_ticket
 from ..planes.browser import BrowserError, BrowserUnavailable, InvalidAction
 from ..settings import GatewaySettings
 from .envelope import RestError, ok
@@ -53,8 +53,8 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     async def browser_info(request: Request) -> dict[str, Any]:
         """CDP URL (through this gateway), user agent, viewport; ``vnc_url`` is "" (none here)."""
         base = request_public_base(request, plane.local_base)
-        info = await _guarded(plane.info(base, request.query_params.get("api_key")), "browser info")
-        return ok({**info, "vnc_url": info["vnc_url"] or ""})
+        info = await _guarded(plane.info(base), "browser info")
+        return ok({**info, "cdp_url": with_ticket(info["cdp_url"], request.scope), "vnc_url": info["vnc_url"] or ""})
 
     @api.get("/screenshot", response_class=Response,
              responses={200: {"content": {"image/png": {}}, "description": "PNG of the browser's display"}})

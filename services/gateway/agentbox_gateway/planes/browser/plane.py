@@ -10,7 +10,7 @@ import base64
 import struct
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -178,7 +178,7 @@ class BrowserPlane:
         """The display size in screenshot pixels."""
         return (await self._page_metrics())[0]
 
-    async def info(self, public_base: str, api_key: str | None = None) -> dict[str, Any]:
+    async def info(self, public_base: str) -> dict[str, Any]:
         """``cdp_url`` reachable from outside (``<ws|wss>://<host><prefix>/cdp/devtools/browser/<id>``
         built on ``public_base``, the gateway's address as the caller sees it), the page's user agent
         and the display size (screenshot pixels). No VNC here: ``vnc_url`` is None."""
@@ -188,8 +188,6 @@ class BrowserPlane:
         base = public_base.rstrip("/")
         ws_base = "wss" + base[5:] if base.startswith("https:") else "ws" + base[4:]
         cdp_url = f"{ws_base}/cdp{browser_path}"
-        if api_key:
-            cdp_url += f"?api_key={quote(api_key, safe='')}"
         return {"cdp_url": cdp_url, "user_agent": user_agent, "viewport": viewport, "vnc_url": None}
 
     async def screenshot(self) -> Screenshot:
