@@ -36,7 +36,7 @@ def build_app(
     settings: McpModeSettings, adapter: Adapter | None = None, locks: WorkspaceLocks | None = None
 ) -> Starlette:
     adapter = adapter or load_adapter(settings)
-    endpoint = build_mcp_asgi(settings, locks or WorkspaceLocks(), adapter)
+    endpoint = build_mcp_asgi(settings, locks or WorkspaceLocks(settings.max_concurrent_runs), adapter)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -1,8 +1,6 @@
-"""Confinement to ``AICODEBOX_WORKSPACE``, with the two resolvers aicodebox documents.
+"""Confinement of run workspaces to ``AICODEBOX_WORKSPACE`` (file paths are
+:mod:`.workspace_files`' job).
 
-* File paths (MCP file tools, API ``/files``): a leading ``/`` is stripped, so an absolute path is
-  relative to the root; the path is resolved (symlinks followed) and must still be inside the root.
-  ``..`` and outward symlinks are therefore caught after resolution.
 * Run workspaces (``run_prompt`` ``workspace``, API ``/run`` and the OpenAI endpoint): a subpath of
   the root; absolute paths and any ``..`` part are refused outright; the directory is created.
 
@@ -24,26 +22,10 @@ def _inside(root: Path, candidate: Path) -> bool:
 
 
 class Workspace:
-    """The workspace root (already resolved) and the two path resolvers."""
+    """The workspace root (already resolved) and the run-directory resolver."""
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-
-    def resolve_file(self, path: str) -> Path:
-        """The absolute, resolved location of ``path``; raises WorkspaceError if it escapes the root."""
-        relative = path.lstrip("/")
-        try:
-            candidate = (self.root / relative).resolve()
-        except (OSError, ValueError, RuntimeError) as exc:  # NUL bytes, symlink loops
-            raise WorkspaceError(f"invalid path: {path!r} ({exc})") from None
-        if not _inside(self.root, candidate):
-            raise WorkspaceError(f"path escapes workspace root: {path!r}")
-        return candidate
-
-    def display(self, resolved: Path) -> str:
-        """``resolved`` relative to the root, as the tools report it (``/`` for the root itself)."""
-        relative = resolved.relative_to(self.root).as_posix()
-        return "/" if relative == "." else relative
 
     def run_directory(self, subpath: str) -> Path:
         """The directory a run works in: the root, or a created subdirectory of it."""

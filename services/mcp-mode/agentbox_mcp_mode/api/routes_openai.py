@@ -5,7 +5,8 @@ A completion is one agent run (see :mod:`.openai_format` for how the request map
 in the workspace named by ``x-aicodebox-workspace`` or, without that header, in an ephemeral one
 (``/tmp/aicodebox/<uuid>``, mode 0700, removed afterwards); sessions are fresh unless
 ``x-aicodebox-continue``. The workspace lock is the one ``/run`` and MCP ``run_prompt`` use: a busy
-workspace → 409 ``workspace busy, retry later``, no agent started.
+workspace → 409 ``workspace busy, retry later``, and ``AICODEBOX_MAX_CONCURRENT_RUNS`` runs already
+going → 429; no agent started.
 
 * Plain chat, ``stream: false``: the final text; an agent that fails → 500 naming its exit code.
 * Plain chat, ``stream: true``: SSE as the agent works — a role chunk, one chunk per text delta, a
@@ -44,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ..adapters.base import Adapter, AgentEvent, AgentRequest, AgentRequestError, add_usage
-from ..locks import WorkspaceBusy, WorkspaceLocks
+from ..locks import TooManyRuns, WorkspaceBusy, WorkspaceLocks
 from ..runner import RunOutcome, check_schema, run_with_json_retry
 from ..workspace import Workspace, WorkspaceError
 from .disconnect import CleanupStreamingResponse, finish_unless_disconnected
@@ -185,7 +186,7 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
         return request, tools
 
     async def take_workspace(subpath: str | None) -> RunSlot:
-        """The caller's workspace or a new ephemeral one, locked; 400 / 409 when impossible."""
+        """The caller's workspace or a new ephemeral one, locked; 400 / 409 / 429 when impossible."""
         if subpath is None:
             cwd = await anyio.to_thread.run_sync(_make_ephemeral)
         else:
@@ -197,6 +198,10 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
             locks.acquire(cwd)
         except WorkspaceBusy:
             raise RequestProblem(409, "workspace busy, retry later", "workspace_busy") from None
+        except TooManyRuns as exc:
+            if subpath is None:
+                await _remove(cwd)
+            raise RequestProblem(429, str(exc), "too_many_runs") from None
         return RunSlot(locks, cwd, ephemeral=subpath is None)
 
     @api.post("/chat/completions")
@@ -295,9 +300,7 @@ async def stream_plain(
         logger.exception("adapter %s failed while streaming", adapter.name)
         stop = AgentEvent("stop", reason="error", exit_code=1, stderr=f"{type(exc).__name__}: {exc}")
     if stop is None:
-        stop = AgentEvent(
-            "stop", reason="error", exit_code=1, stderr="the adapter ended without a stop event"
-        )
+        stop = AgentEvent("stop", reason="error", exit_code=1, stderr="the adapter ended without a stop event")
     await finished()
     if not streamed and stop.text:
         yield chunk(meta, {"content": stop.text})
