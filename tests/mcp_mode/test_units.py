@@ -13,7 +13,7 @@ from agentbox_mcp_mode.adapters import load_adapter
 from agentbox_mcp_mode.adapters.base import Adapter, AgentEvent, AgentRequest
 from agentbox_mcp_mode.adapters.claude import ClaudeParser
 from agentbox_mcp_mode.locks import WorkspaceBusy, WorkspaceLocks
-from agentbox_mcp_mode.runner import parse_json_response
+from agentbox_mcp_mode.schemas import parse_json_response
 from agentbox_mcp_mode.workspace import Workspace, WorkspaceError
 from agentbox_mcp_mode.workspace_files import FileProblem, WorkspaceFiles
 

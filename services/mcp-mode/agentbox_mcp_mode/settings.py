@@ -20,6 +20,8 @@ from typing import Any
 
 from agentbox_common.settings import ConfigError, env_bool, env_csv, env_float, env_int, env_str
 
+from .schemas import DEFAULT_VALIDATION_TIMEOUT
+
 DEFAULT_PORT = 8081
 DEFAULT_ADAPTER = "claude"
 
@@ -77,6 +79,8 @@ class McpModeSettings:
     json_retries: int = 3
     #: ``AICODEBOX_RUN_TIMEOUT``: seconds before a run's process group is killed.
     run_timeout: float = 3600.0
+    #: ``AICODEBOX_JSON_VALIDATION_TIMEOUT``: seconds matching one answer against ``json_schema`` may take.
+    validation_timeout: float = DEFAULT_VALIDATION_TIMEOUT
     #: ``AICODEBOX_AGENT_BINARY``: overrides the CLI adapters' executable (``claude`` / ``codex``).
     agent_binary: str = ""
     #: ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``: the built-in agent's chat-completions endpoint.
@@ -111,6 +115,9 @@ class McpModeSettings:
             ),
             "json_retries": env_int("AICODEBOX_JSON_RETRIES", 3, source, minimum=0, maximum=20),
             "run_timeout": env_float("AICODEBOX_RUN_TIMEOUT", 3600.0, source, minimum=0.1),
+            "validation_timeout": env_float(
+                "AICODEBOX_JSON_VALIDATION_TIMEOUT", DEFAULT_VALIDATION_TIMEOUT, source, minimum=0.1
+            ),
             "agent_binary": env_str("AICODEBOX_AGENT_BINARY", "", source).strip(),
             "openai_base_url": (env_str("OPENAI_BASE_URL", "", source).strip() or "https://api.openai.com/v1").rstrip(
                 "/"

@@ -28,7 +28,7 @@ from mcp import types
 
 from .adapters.base import Adapter, AgentRequest, AgentRequestError
 from .locks import TooManyRuns, WorkspaceBusy, WorkspaceLocks
-from .runner import check_schema, run_with_json_retry
+from .runner import check_request, run_with_json_retry
 from .settings import McpModeSettings
 from .workspace import Workspace, WorkspaceError
 from .workspace_files import READ_LIMIT, FileProblem, WorkspaceFiles
@@ -229,10 +229,7 @@ class McpTools:
             timeout=self.settings.run_timeout,
         )
         try:  # everything that can refuse the request, before anything is created or started
-            self.settings.check_model(request.model)
-            if schema is not None:
-                check_schema(schema)
-            self.adapter.validate(request)
+            check_request(self.settings, self.adapter, request)
         except (ValueError, AgentRequestError) as exc:
             raise ToolFailed(str(exc)) from None
         cwd = await anyio.to_thread.run_sync(self.workspace.run_directory, args.get("workspace", ""))
@@ -240,7 +237,9 @@ class McpTools:
         try:
             with self.locks.hold(cwd):
                 started = time.monotonic()
-                outcome = await run_with_json_retry(self.adapter, request, self.settings.json_retries)
+                outcome = await run_with_json_retry(
+                    self.adapter, request, self.settings.json_retries, self.settings.validation_timeout
+                )
         except (WorkspaceBusy, TooManyRuns) as exc:
             raise ToolFailed(str(exc)) from None
         details: dict[str, Any] = {

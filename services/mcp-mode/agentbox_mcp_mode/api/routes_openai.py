@@ -46,7 +46,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ..adapters.base import Adapter, AgentEvent, AgentRequest, AgentRequestError, add_usage
 from ..locks import TooManyRuns, WorkspaceBusy, WorkspaceLocks
-from ..runner import RunOutcome, check_schema, run_with_json_retry
+from ..runner import RunOutcome, check_request, run_with_json_retry
 from ..workspace import Workspace, WorkspaceError
 from .disconnect import CleanupStreamingResponse, finish_unless_disconnected
 from .openai_format import (
@@ -160,11 +160,6 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
         schema = schema_from_response_format(body.response_format)
         if schema is None and body.response_format is None:
             schema = options.json_schema
-        if schema is not None:
-            try:
-                check_schema(schema)
-            except ValueError as exc:
-                raise RequestProblem(400, str(exc)) from None
         tools = tool_mode(body.tools, body.tool_choice)
         appended = [options.append_system_prompt, tools.instructions if tools else ""]
         request = AgentRequest(
@@ -180,8 +175,8 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
             timeout=options.timeout or settings.mcp.run_timeout,
         )
         try:
-            adapter.validate(request)
-        except AgentRequestError as exc:
+            check_request(settings.mcp, adapter, request)
+        except (ValueError, AgentRequestError) as exc:
             raise RequestProblem(400, str(exc)) from None
         return request, tools
 
@@ -223,7 +218,9 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
                 headers=SSE_HEADERS,
             )
         try:
-            task = asyncio.create_task(run_with_json_retry(adapter, request, settings.mcp.json_retries))
+            task = asyncio.create_task(
+                run_with_json_retry(adapter, request, settings.mcp.json_retries, settings.mcp.validation_timeout)
+            )
             if not await finish_unless_disconnected(http, task):
                 return Response(status_code=499)  # the client is gone; nobody reads this
             if task.exception() is not None:
@@ -237,7 +234,11 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
             invalid = outcome.exit_code == 0 and outcome.parse_error is not None
             return _error(failure, 422 if invalid else 500)
         validated = request.json_schema is not None
-        calls = tools.calls(outcome.text, outcome.json if validated else None) if tools else None
+        calls = (
+            await tools.calls(outcome.text, outcome.json if validated else None, settings.mcp.validation_timeout)
+            if tools
+            else None
+        )
         content = json.dumps(outcome.json, ensure_ascii=False) if validated else outcome.text
         message = assistant_message(content, calls)
         headers = {"x-aicodebox-session-id": outcome.session_id} if outcome.session_id else {}

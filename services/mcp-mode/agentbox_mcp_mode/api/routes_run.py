@@ -27,7 +27,7 @@ from pydantic.alias_generators import to_camel
 
 from ..adapters.base import Adapter, AgentRequest, AgentRequestError
 from ..locks import TooManyRuns, WorkspaceBusy
-from ..runner import RunOutcome, check_schema, run_with_json_retry
+from ..runner import RunOutcome, check_request, run_with_json_retry
 from ..workspace import Workspace, WorkspaceError
 from .disconnect import finish_unless_disconnected
 from .runs import RunRegistry
@@ -97,10 +97,7 @@ def router(settings: ApiModeSettings, adapter: Adapter, registry: RunRegistry) -
             timeout=body.timeout_seconds or settings.mcp.run_timeout,
         )
         try:
-            settings.mcp.check_model(request.model)
-            if request.json_schema is not None:
-                check_schema(request.json_schema)
-            adapter.validate(request)
+            check_request(settings.mcp, adapter, request)
         except (ValueError, AgentRequestError) as exc:
             raise HTTPException(422, str(exc)) from None
         try:
@@ -108,11 +105,11 @@ def router(settings: ApiModeSettings, adapter: Adapter, registry: RunRegistry) -
         except WorkspaceError as exc:
             raise HTTPException(400, str(exc)) from None
         request = dataclasses.replace(request, cwd=cwd)
-        retries = settings.mcp.json_retries
+        retries, validation_timeout = settings.mcp.json_retries, settings.mcp.validation_timeout
 
         async def work() -> dict[str, Any]:
             started = time.monotonic()
-            outcome = await run_with_json_retry(adapter, request, retries)
+            outcome = await run_with_json_retry(adapter, request, retries, validation_timeout)
             logger.info(
                 "/run in %s: exit %s, %d attempt(s), %.1fs",
                 cwd,
