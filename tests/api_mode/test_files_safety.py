@@ -11,9 +11,12 @@ from pathlib import Path
 import httpx
 
 from tests.mcp_mode.helpers import mcp_post, sse_json
-from tests.mcp_mode.test_file_safety import RACE_ATTEMPTS, swapping  # noqa: F401 - fixture reused
+from tests.mcp_mode.test_file_safety import swapping  # noqa: F401 - fixture reused
 
 from .helpers import serve_api
+
+#: Rounds of the race test (seven requests each, one connection per MCP call).
+RACE_ROUNDS = 100
 
 
 def call_tool(url: str, name: str, arguments: dict) -> dict:
@@ -48,7 +51,7 @@ def test_swapping_a_directory_for_a_symlink_never_escapes(
 ) -> None:
     outside = swapping
     with serve_api(make_api_settings(AICODEBOX_MCP_MODE="1")) as base, httpx.Client(timeout=10) as http:
-        for attempt in range(RACE_ATTEMPTS):
+        for attempt in range(RACE_ROUNDS):
             got = http.get(f"{base}/files/sub/file.txt")
             assert got.status_code in (200, 400, 404) and b"SECRET" not in got.content, attempt
             listed = http.get(f"{base}/files/sub")

@@ -16,8 +16,8 @@ from .helpers import mcp_client, serve_settings, tool_text
 
 pytestmark = pytest.mark.anyio
 
-#: Calls per tool in the race test: on the unfixed server 14-87 of 500 escaped.
-RACE_ATTEMPTS = 100
+#: Calls per tool in the race test: on the unfixed server 14-87 of 500 escaped (here: the first).
+RACE_ATTEMPTS = 300
 
 
 @pytest.fixture

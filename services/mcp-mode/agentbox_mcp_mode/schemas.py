@@ -222,6 +222,7 @@ async def match_answer(
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env={},  # it needs nothing from the server's environment, least of all its tokens
     )
     payload = json.dumps({"text": text, "schema": schema}).encode()
     try:
