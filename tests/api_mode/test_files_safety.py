@@ -1,14 +1,18 @@
 """``/files`` and API mode's ``/mcp/`` against hostile workspaces: FIFOs, a directory swapped for a
-symlink during requests, files changing under a download, symlink deletion and the upload cap."""
+symlink during requests, files changing under a download, symlink deletion, the upload cap and a
+full disk."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.mcp_mode.helpers import mcp_post, sse_json
 from tests.mcp_mode.test_file_safety import swapping  # noqa: F401 - fixture reused
@@ -124,3 +128,25 @@ def test_a_failed_rename_leaves_no_partial_upload(api: str, workspace: Path) -> 
     answer = httpx.put(f"{api}/files/d/f.txt", content=body_then_swap())
     assert answer.status_code == 400 and answer.json() == {"detail": "is a directory: d/f.txt"}
     assert sorted(p.name for p in (workspace / "d").iterdir()) == ["f.txt"]
+
+
+@pytest.fixture
+def full_disk(workspace: Path) -> Iterator[Path]:
+    """The workspace on a 64 KiB tmpfs (skipped where mounting is not allowed)."""
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(workspace)], capture_output=True, timeout=10
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield workspace
+    finally:
+        subprocess.run(["umount", str(workspace)], timeout=10, check=True)
+
+
+def test_a_full_disk_is_507_and_leaves_nothing(make_api_settings, full_disk: Path) -> None:
+    with serve_api(make_api_settings()) as base:
+        answer = httpx.put(f"{base}/files/big.bin", content=b"x" * 256 * 1024)
+    assert answer.status_code == 507
+    assert answer.json() == {"detail": "cannot write big.bin: No space left on device"}
+    assert list(full_disk.iterdir()) == []

@@ -88,9 +88,11 @@ class PendingUpload:
     done: bool = False
 
     def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view) :]
+        try:
+            _write_all(self.fd, data)
+        except OSError as exc:
+            status = 507 if exc.errno in (errno.ENOSPC, errno.EDQUOT) else 409
+            raise FileProblem(status, f"cannot write {self.path}: {exc.strerror or exc}") from None
         self.size += len(data)
 
     def commit(self) -> None:
@@ -305,9 +307,7 @@ class WorkspaceFiles:
             try:
                 _check_regular(os.fstat(fd), path)
                 os.ftruncate(fd, 0)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                _write_all(fd, data)
             finally:
                 os.close(fd)
 
@@ -359,6 +359,12 @@ def _open_problem(exc: OSError, path: str) -> FileProblem | OSError:
     if exc.errno in (errno.ENXIO, errno.ELOOP):  # a FIFO without reader, a link swapped in
         return FileProblem(409, f"{path} changed while it was opened")
     return exc
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def read_at_most(fd: int, count: int) -> bytes:

@@ -76,7 +76,7 @@ def router(files: WorkspaceFiles, max_upload_bytes: int) -> APIRouter:
             async for chunk in request.stream():
                 if upload.size + len(chunk) > max_upload_bytes:
                     raise too_big()
-                await anyio.to_thread.run_sync(upload.write, chunk)
+                await in_thread(upload.write, chunk)
             await in_thread(upload.commit)
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
