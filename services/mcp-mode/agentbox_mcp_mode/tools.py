@@ -136,7 +136,7 @@ TOOL_DEFINITIONS: list[types.Tool] = [
     ),
     types.Tool(
         name="read_file",
-        description=(f"Read a workspace file as text (undecodable bytes are replaced); at most {READ_LIMIT_MIB} MiB."),
+        description=f"Read a workspace file as text (undecodable bytes are replaced); at most {READ_LIMIT_MIB} MiB.",
         input_schema=_PATH_ONLY,
     ),
     types.Tool(
