@@ -19,12 +19,12 @@ Interface for API mode: ``check_request(settings, adapter, request)`` before tak
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .adapters.base import TIMEOUT_EXIT_CODE, Adapter, AgentRequest, add_usage
-from .schemas import DEFAULT_VALIDATION_TIMEOUT, MatchAborted, check_schema, match_answer
+from .schemas import DEFAULT_VALIDATION_TIMEOUT, MatchAborted, check_schemas, match_answer
 from .settings import McpModeSettings
 
 RETRY_PROMPT = """Your previous response to the task below could not be parsed as JSON. Re-do the task \
@@ -46,13 +46,21 @@ the schema below.
 {schema}"""
 
 
-def check_request(settings: McpModeSettings, adapter: Adapter, request: AgentRequest) -> None:
+async def check_request(
+    settings: McpModeSettings,
+    adapter: Adapter,
+    request: AgentRequest,
+    schemas: Sequence[tuple[str, Mapping[str, Any]]] | None = None,
+) -> None:
     """Everything that can refuse a run, before a workspace is created or an agent started: the
-    model, the ``json_schema`` (see :func:`.schemas.check_schema`) and what the adapter supports.
-    Raises ValueError or AgentRequestError naming the problem."""
+    model, the caller's schemas (``schemas``, by default the request's ``json_schema``; checked in
+    a worker process, see :func:`.schemas.check_schemas`) and what the adapter supports. Raises
+    ValueError or AgentRequestError naming the problem."""
     settings.check_model(request.model)
-    if request.json_schema is not None:
-        check_schema(request.json_schema)
+    if schemas is None:
+        schemas = [] if request.json_schema is None else [("json_schema", request.json_schema)]
+    if schemas:
+        await check_schemas(schemas, settings.validation_timeout)
     adapter.validate(request)
 
 

@@ -8,7 +8,8 @@ network, no ``file://``), and a reference cycle that never reaches a value (``{"
 ``a → b → a``), which would recurse forever. Recursive schemas that descend into the instance
 (a tree whose children follow ``#``) are fine.
 
-Matching an answer (:func:`parse_json_response`: JSON candidates in the text, the first that
+Both run in a worker process (:func:`check_schemas`, :func:`match_answer`). Matching an answer
+(:func:`parse_json_response`: JSON candidates in the text, the first that
 validates wins) can be made arbitrarily slow by the schema alone — a ``pattern`` like ``^(a+)+$``
 backtracks exponentially, and Python cannot interrupt a regular expression nor kill a thread. So
 :func:`match_answer` runs it in a fresh ``python -m agentbox_mcp_mode.schema_worker`` process with a
@@ -23,7 +24,7 @@ import asyncio
 import json
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import jsonschema
@@ -208,11 +209,9 @@ def parse_json_response(text: str, schema: Mapping[str, Any]) -> tuple[Any, str 
     return None, schema_error or parse_error or "empty response"
 
 
-async def match_answer(
-    text: str, schema: Mapping[str, Any], time_limit: float = DEFAULT_VALIDATION_TIMEOUT
-) -> tuple[Any, str | None]:
-    """:func:`parse_json_response` in a worker process killed after ``time_limit`` seconds
-    (:class:`MatchAborted`); the event loop only waits on pipes."""
+async def _in_worker(request: dict[str, Any], time_limit: float, doing: str) -> dict[str, Any]:
+    """``request`` answered by a fresh ``schema_worker`` process, killed after ``time_limit``
+    seconds (:class:`MatchAborted` naming what it was ``doing``); the event loop only waits on pipes."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-I",
@@ -224,19 +223,33 @@ async def match_answer(
         stderr=asyncio.subprocess.PIPE,
         env={},  # it needs nothing from the server's environment, least of all its tokens
     )
-    payload = json.dumps({"text": text, "schema": schema}).encode()
     try:
-        output, errors = await asyncio.wait_for(process.communicate(payload), time_limit)
+        output, errors = await asyncio.wait_for(process.communicate(json.dumps(request).encode()), time_limit)
     except TimeoutError:
-        raise MatchAborted(
-            f"matching the answer against the schema took over {time_limit:g} s (a costly pattern?)"
-        ) from None
+        raise MatchAborted(f"{doing} took over {time_limit:g} s") from None
     finally:
         if process.returncode is None:  # timed out or cancelled: never leave the worker running
             process.kill()
             await process.wait()
     if process.returncode != 0:
         detail = errors.decode(errors="replace").strip().splitlines()[-1:] or ["no error output"]
-        raise MatchAborted(f"matching the answer against the schema failed: {detail[0]}")
-    answer = json.loads(output)
+        raise MatchAborted(f"{doing} failed: {detail[0]}")
+    return json.loads(output)
+
+
+async def check_schemas(
+    schemas: Sequence[tuple[str, Mapping[str, Any]]], time_limit: float = DEFAULT_VALIDATION_TIMEOUT
+) -> None:
+    """:func:`check_schema` for each ``(what, schema)`` in one worker process with a time bound:
+    ValueError naming the first problem (a big schema takes the worker's time, not the loop's)."""
+    answer = await _in_worker({"check": list(schemas)}, time_limit, "checking the schema")
+    if answer["error"] is not None:
+        raise ValueError(answer["error"])
+
+
+async def match_answer(
+    text: str, schema: Mapping[str, Any], time_limit: float = DEFAULT_VALIDATION_TIMEOUT
+) -> tuple[Any, str | None]:
+    """:func:`parse_json_response` in a worker process with a time bound (:class:`MatchAborted`)."""
+    answer = await _in_worker({"text": text, "schema": schema}, time_limit, "matching the answer against the schema")
     return answer["value"], answer["error"]

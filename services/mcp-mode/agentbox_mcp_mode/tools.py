@@ -229,7 +229,7 @@ class McpTools:
             timeout=self.settings.run_timeout,
         )
         try:  # everything that can refuse the request, before anything is created or started
-            check_request(self.settings, self.adapter, request)
+            await check_request(self.settings, self.adapter, request)
         except (ValueError, AgentRequestError) as exc:
             raise ToolFailed(str(exc)) from None
         cwd = await anyio.to_thread.run_sync(self.workspace.run_directory, args.get("workspace", ""))

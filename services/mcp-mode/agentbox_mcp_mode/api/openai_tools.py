@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..schemas import MatchAborted, check_schema, match_answer
+from ..schemas import MatchAborted, match_answer
 from .openai_format import RequestProblem
 
 INSTRUCTIONS = """You can ask the caller to run these functions for you (they run on the caller's side; \
@@ -45,6 +45,8 @@ class ToolMode:
     schema: dict[str, Any]
     #: True: the answer must be a tool call (``required`` or a named function).
     required: bool
+    #: Each function's ``parameters`` schema, named as the request names it (checked by the caller).
+    parameters: tuple[tuple[str, dict[str, Any]], ...] = ()
 
     def run_schema(self, answer_schema: dict[str, Any] | None) -> dict[str, Any] | None:
         """The schema the run validates against, given the caller's ``response_format`` schema."""
@@ -88,10 +90,6 @@ def _functions(tools: Any) -> dict[str, dict[str, Any]]:
         parameters = function.get("parameters") or {"type": "object"}
         if not isinstance(parameters, dict):
             raise RequestProblem(400, f"tools[{index}].function.parameters must be a JSON Schema object")
-        try:
-            check_schema(parameters)
-        except ValueError as exc:
-            raise RequestProblem(400, f"tools[{index}].function.parameters: {exc}") from None
         functions[function["name"]] = {
             "name": function["name"],
             "description": function.get("description") or "",
@@ -134,4 +132,8 @@ def tool_mode(tools: Any, tool_choice: Any) -> ToolMode | None:
         "additionalProperties": False,
     }
     listing = json.dumps([functions[name] for name in functions], indent=2, ensure_ascii=False)
-    return ToolMode(INSTRUCTIONS.format(functions=listing, choice=choice), schema, required)
+    parameters = tuple(
+        (f"tools[{index}].function.parameters", tool["function"]["parameters"] or {"type": "object"})
+        for index, tool in enumerate(tools)
+    )
+    return ToolMode(INSTRUCTIONS.format(functions=listing, choice=choice), schema, required, parameters)

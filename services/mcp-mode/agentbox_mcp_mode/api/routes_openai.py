@@ -152,9 +152,9 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
             return _problem(RequestProblem(404, f"model {model!r} is not available", "model_not_found"))
         return JSONResponse(model_object(model))
 
-    def prepare(body: ChatBody, options: RunHeaders) -> tuple[AgentRequest, ToolMode | None]:
+    async def prepare(body: ChatBody, options: RunHeaders) -> tuple[AgentRequest, ToolMode | None]:
         """The agent request (in the root until a workspace is taken) and the tool mode, if any;
-        RequestProblem if the request is unusable."""
+        RequestProblem if the request is unusable (the caller's schemas are checked one by one)."""
         model = resolve_model(body.model, adapter.name, models)
         prompt, system_prompt = flatten_messages(body.messages)
         schema = schema_from_response_format(body.response_format)
@@ -174,8 +174,9 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
             json_schema=tools.run_schema(schema) if tools else schema,
             timeout=options.timeout or settings.mcp.run_timeout,
         )
+        checks = [*(tools.parameters if tools else ()), *([("json_schema", schema)] if schema is not None else [])]
         try:
-            check_request(settings.mcp, adapter, request)
+            await check_request(settings.mcp, adapter, request, checks)
         except (ValueError, AgentRequestError) as exc:
             raise RequestProblem(400, str(exc)) from None
         return request, tools
@@ -203,7 +204,7 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
     async def chat_completions(body: ChatBody, http: Request) -> Response:
         try:
             options = parse_headers(http.headers)
-            request, tools = prepare(body, options)
+            request, tools = await prepare(body, options)
             slot = await take_workspace(options.workspace)
         except RequestProblem as exc:
             return _problem(exc)

@@ -97,7 +97,7 @@ def router(settings: ApiModeSettings, adapter: Adapter, registry: RunRegistry) -
             timeout=body.timeout_seconds or settings.mcp.run_timeout,
         )
         try:
-            check_request(settings.mcp, adapter, request)
+            await check_request(settings.mcp, adapter, request)
         except (ValueError, AgentRequestError) as exc:
             raise HTTPException(422, str(exc)) from None
         try:
