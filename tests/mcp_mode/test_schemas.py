@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import json
+import resource
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -151,3 +155,19 @@ async def test_a_backtracking_pattern_never_stalls_the_server(make_settings, sta
     assert outcome is not None and outcome.is_error
     assert "matching the answer against the schema took over 2 s" in tool_text(outcome)
     assert len(stand_in.calls()) == 1  # a stopped match is the schema's fault: no retry
+
+
+def test_the_worker_runs_under_a_lower_cpu_limit_than_it_asks_for() -> None:
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (5, 5))
+
+    done = subprocess.run(
+        [sys.executable, "-I", "-m", "agentbox_mcp_mode.schema_worker", "10"],
+        input=json.dumps({"text": '{"a": 1}', "schema": {"type": "object"}}),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        preexec_fn=low_limit,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"value": {"a": 1}, "error": None}

@@ -15,6 +15,9 @@ from .schemas import check_schema, parse_json_response
 
 def main() -> None:
     seconds = math.ceil(float(sys.argv[1])) + 1
+    _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY:
+        seconds = min(seconds, hard)  # an unprivileged process cannot raise its hard limit
     resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
     request = json.load(sys.stdin)
     if "check" in request:
