@@ -226,7 +226,7 @@ async def test_refused_requests_start_nothing(make_settings, stand_in: StandIn, 
                 "json_schema is not a valid JSON Schema",
             ),
             ({"prompt": "   ", "workspace": "new-d"}, "prompt must not be empty"),
-            ({"prompt": None}, "prompt must be of type string"),
+            ({"prompt": None}, "prompt is required"),  # null means not given
             ({"no_continue": "yes"}, "no_continue must be of type boolean"),
         ]
         for extra, message in cases:

@@ -59,9 +59,19 @@ def test_default_hosts_and_origins(make_settings) -> None:
         bad_host = mcp_post(url, headers={"Host": "evil.example.com"})
         assert (bad_host.status_code, bad_host.text) == (421, "Invalid Host header")
         assert mcp_post(url, headers={"Host": "agent.example.com:8081"}).status_code == 421
-        for origin in (f"http://127.0.0.1:{port}", "http://localhost:3000", "http://[::1]:9"):
+        loopback = (f"http://127.0.0.1:{port}", "http://localhost:3000", "http://[::1]:9")
+        # a browser sends no port for 80 and 443, and a local page may well be served over https
+        no_port = ("http://127.0.0.1", "https://127.0.0.1", "http://localhost", "https://localhost")
+        https = ("https://localhost:3000", "https://[::1]", "https://[::1]:8443", "http://[::1]")
+        for origin in (*loopback, *no_port, *https):
             assert tool_names(mcp_post(url, headers={"Origin": origin})) == TOOLS, origin
-        for origin in ("http://evil.example.com", "https://localhost:3000", "http://localhost", "null"):
+        for origin in (
+            "http://evil.example.com",
+            "http://localhost.evil.example.com",
+            "https://127.0.0.1.evil.example.com:443",
+            "ftp://localhost",
+            "null",
+        ):
             bad_origin = mcp_post(url, headers={"Origin": origin})
             assert (bad_origin.status_code, bad_origin.text) == (403, "Invalid Origin header"), origin
 
@@ -193,5 +203,11 @@ def test_settings_defaults(tmp_path) -> None:
         "[::1]",
         "[::1]:*",
     )
-    assert settings.allowed_origins == ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+    assert set(settings.allowed_origins) == {
+        f"{scheme}://{host}{port}"
+        for scheme in ("http", "https")
+        for host in ("127.0.0.1", "localhost", "[::1]")
+        for port in ("", ":*")
+    }
+    assert (settings.max_concurrent_runs, settings.max_upload_bytes) == (8, 1024**3)
     assert settings.json_retries == 3 and settings.available_models == ()

@@ -13,8 +13,9 @@ from agentbox_mcp_mode.adapters import load_adapter
 from agentbox_mcp_mode.adapters.base import Adapter, AgentEvent, AgentRequest
 from agentbox_mcp_mode.adapters.claude import ClaudeParser
 from agentbox_mcp_mode.locks import WorkspaceBusy, WorkspaceLocks
-from agentbox_mcp_mode.runner import parse_json_response
+from agentbox_mcp_mode.schemas import parse_json_response
 from agentbox_mcp_mode.workspace import Workspace, WorkspaceError
+from agentbox_mcp_mode.workspace_files import FileProblem, WorkspaceFiles
 
 OBJECT = {"type": "object", "required": ["a"]}
 
@@ -54,6 +55,33 @@ def test_file_resolver(tmp_path: Path) -> None:
     for bad in ("..", "../root2/x", "sub/../../x", "a\x00b"):
         with pytest.raises(WorkspaceError):
             workspace.resolve_file(bad)
+
+
+def test_workspace_files_walk(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "x.txt").write_text("x")
+    (root / "abs-link").symlink_to(root / "sub")  # absolute, but inside
+    (root / "rel-link").symlink_to("sub/../sub/x.txt")
+    (root / "loop").symlink_to("loop")
+    files = WorkspaceFiles(root)
+    for path in ("/sub/x.txt", "sub/./x.txt", "sub/../sub/x.txt", "abs-link/x.txt", "rel-link"):
+        assert files.read_bytes(path) == b"x", path
+    assert [entry.name for entry in files.list("")] == ["abs-link", "loop", "rel-link", "sub"]
+    assert files.list("sub/..") == files.list("/")
+    for bad, message in (
+        ("..", "path escapes workspace root: '..'"),
+        ("../root2/x", "path escapes workspace root: '../root2/x'"),
+        ("sub/../../x", "path escapes workspace root: 'sub/../../x'"),
+        ("a\x00b", "invalid path: 'a\\x00b'"),
+        ("loop", "invalid path: 'loop' (too many levels of symbolic links)"),
+        ("sub/x.txt/y", "not found: sub/x.txt/y"),
+    ):
+        with pytest.raises(FileProblem) as caught:
+            files.read_bytes(bad)
+        assert str(caught.value) == message
+    with pytest.raises(FileProblem, match=r"a parent of sub/x\.txt/y is a file"):
+        files.write_text("sub/x.txt/y", "z")
 
 
 def test_run_directory(tmp_path: Path) -> None:

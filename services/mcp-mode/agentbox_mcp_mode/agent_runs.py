@@ -18,7 +18,7 @@ import anyio
 
 from .adapters.base import Adapter, AgentRequest, AgentRequestError
 from .locks import WorkspaceLocks
-from .runner import RunOutcome, run_with_json_retry
+from .runner import RunOutcome, check_request, run_with_json_retry
 from .settings import McpModeSettings
 from .workspace import Workspace, WorkspaceError
 
@@ -45,7 +45,7 @@ class AgentRunService:
     def __init__(self, settings: McpModeSettings, adapter: Adapter, locks: WorkspaceLocks | None = None) -> None:
         self.settings = settings
         self.adapter = adapter
-        self.locks = locks or WorkspaceLocks(settings.state_dir / "locks")
+        self.locks = locks or WorkspaceLocks(settings.state_dir / "locks", settings.max_concurrent_runs)
         self.workspace = Workspace(settings.workspace)
 
     async def prepare(self, spec: RunSpec) -> AgentRequest:
@@ -61,8 +61,7 @@ class AgentRunService:
             timeout=self.settings.run_timeout,
         )
         try:
-            self.settings.check_model(request.model)
-            self.adapter.validate(request)
+            await check_request(self.settings, self.adapter, request)
             cwd = await anyio.to_thread.run_sync(self.workspace.run_directory, spec.workspace)
         except (ValueError, AgentRequestError, WorkspaceError) as exc:
             raise RunRefused(str(exc)) from None
@@ -70,4 +69,6 @@ class AgentRunService:
 
     async def execute(self, request: AgentRequest) -> RunOutcome:
         with self.locks.hold(request.cwd):
-            return await run_with_json_retry(self.adapter, request, self.settings.json_retries)
+            return await run_with_json_retry(
+                self.adapter, request, self.settings.json_retries, self.settings.validation_timeout
+            )

@@ -38,7 +38,8 @@ def build_app(
     settings: McpModeSettings, adapter: Adapter | None = None, locks: WorkspaceLocks | None = None
 ) -> Starlette:
     adapter = adapter or load_adapter(settings)
-    endpoint = build_mcp_asgi(settings, locks or WorkspaceLocks(settings.state_dir / "locks"), adapter)
+    locks = locks or WorkspaceLocks(settings.state_dir / "locks", settings.max_concurrent_runs)
+    endpoint = build_mcp_asgi(settings, locks, adapter)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -5,10 +5,12 @@ mounted at ``/mcp/`` when ``AICODEBOX_MCP_MODE=1`` (the image starts it when
 ``AICODEBOX_API_MODE=1``; running the command is itself the choice of API mode). A configuration
 error (an empty ``AICODEBOX_MCP_MODE_ALLOWED_HOSTS`` or ``AICODEBOX_AVAILABLE_MODELS``, an unknown
 ``AICODEBOX_ADAPTER`` ...) stops either at start-up with a message naming the variable and exit
-status 2."""
+status 2. Both take no options: ``--help`` prints the usage and exits 0, any other argument is a
+usage error (exit 2), so a mistyped flag never starts an unauthenticated server."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from agentbox_common.logging import configure_logging
@@ -19,8 +21,27 @@ from .adapters import load_adapter
 from .api.settings import ApiModeSettings
 from .settings import McpModeSettings
 
+MCP_MODE_USAGE = (
+    "Serve aicodebox's MCP mode (run_prompt and the workspace file tools) over streamable HTTP. "
+    "Configured by environment variables only: AICODEBOX_MCP_MODE_PORT (8081), "
+    "AICODEBOX_MCP_MODE_HOST (0.0.0.0), AICODEBOX_MCP_MODE_TOKEN, AICODEBOX_WORKSPACE, "
+    "AICODEBOX_ADAPTER and the others listed in the README."
+)
+API_USAGE = (
+    "Serve aicodebox's API mode (/run, /openai/v1/*, /files and, with AICODEBOX_MCP_MODE=1, MCP at "
+    "/mcp/). Configured by environment variables only: AICODEBOX_API_MODE_PORT (8080), "
+    "AICODEBOX_API_MODE_HOST (0.0.0.0), AICODEBOX_API_MODE_TOKEN, AICODEBOX_AVAILABLE_MODELS and "
+    "the others listed in the README."
+)
 
-def main_mcp_mode() -> None:
+
+def parse_arguments(prog: str, description: str, argv: list[str] | None) -> None:
+    """Print the usage for ``--help`` (exit 0) and refuse any argument (exit 2)."""
+    argparse.ArgumentParser(prog=prog, description=description).parse_args(argv)
+
+
+def main_mcp_mode(argv: list[str] | None = None) -> None:
+    parse_arguments("agentbox-mcp-mode", MCP_MODE_USAGE, argv)
     configure_logging()
     try:
         settings = McpModeSettings.from_env()
@@ -33,7 +54,8 @@ def main_mcp_mode() -> None:
     serve(build_app(settings, adapter), settings.host, settings.port)
 
 
-def main_api() -> None:
+def main_api(argv: list[str] | None = None) -> None:
+    parse_arguments("agentbox-api", API_USAGE, argv)
     configure_logging()
     try:
         settings = ApiModeSettings.from_env()

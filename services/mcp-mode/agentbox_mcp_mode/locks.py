@@ -2,7 +2,9 @@
 
 Two agents in one directory would trample each other's files and sessions, so a run holds its
 workspace exclusively. Acquisition never waits: a busy workspace is refused at once
-(:class:`WorkspaceBusy`) and no agent is started.
+(:class:`WorkspaceBusy`) and no agent is started. The registry also caps the runs of the whole
+process (``AICODEBOX_MAX_CONCURRENT_RUNS``): one more is refused with :class:`TooManyRuns`, so
+many workspaces cannot start an unbounded number of agents.
 
 One :class:`WorkspaceLocks` instance per process is shared by every surface that starts runs —
 MCP ``run_prompt`` and, in API mode, ``/run`` and the OpenAI endpoint — so they keep each other
@@ -25,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .run_stats import RUN_STATS
+from .settings import DEFAULT_MAX_CONCURRENT_RUNS
 
 
 class WorkspaceBusy(RuntimeError):
@@ -35,25 +38,42 @@ class WorkspaceBusy(RuntimeError):
         self.workspace = str(workspace)
 
 
+class TooManyRuns(RuntimeError):
+    """The process already runs its maximum number of agents."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"too many agent runs at once: the limit is {limit} (AICODEBOX_MAX_CONCURRENT_RUNS); retry later"
+        )
+        self.limit = limit
+
+
 class WorkspaceLocks:
     """Non-blocking exclusive locks keyed by the resolved run directory, i.e. the value of
-    ``Workspace.run_directory(subpath)`` (thread-safe, so a worker thread may release)."""
+    ``Workspace.run_directory(subpath)`` (thread-safe, so a worker thread may release), at most
+    ``max_runs`` held at once."""
 
-    def __init__(self, lock_dir: Path | None = None) -> None:
+    def __init__(self, lock_dir: Path | None = None, max_runs: int = DEFAULT_MAX_CONCURRENT_RUNS) -> None:
+        self.max_runs = max_runs
         self._busy: set[str] = set()
         self._guard = threading.Lock()
         self._lock_dir = lock_dir
         self._files: dict[str, int] = {}
 
     def acquire(self, workspace: Path | str) -> None:
-        """Take the workspace or raise :class:`WorkspaceBusy` immediately."""
+        """Take the workspace or raise :class:`WorkspaceBusy` / :class:`TooManyRuns` immediately."""
         key = str(workspace)
         with self._guard:
-            if key in self._busy:
+            try:
+                if key in self._busy:
+                    raise WorkspaceBusy(key)
+                if len(self._busy) >= self.max_runs:
+                    raise TooManyRuns(self.max_runs)
+                if self._lock_dir is not None:
+                    self._files[key] = self._lock_file(key)
+            except (WorkspaceBusy, TooManyRuns):
                 RUN_STATS.busy_refused += 1
-                raise WorkspaceBusy(key)
-            if self._lock_dir is not None:
-                self._files[key] = self._lock_file(key)
+                raise
             self._busy.add(key)
 
     def _lock_file(self, key: str) -> int:

@@ -19,6 +19,9 @@ Auth (:class:`McpTokenGuard`): with ``AICODEBOX_MCP_MODE_TOKEN`` set, a request 
 ``Authorization: Bearer <token>`` or a raw ``apiToken=<token>`` query part; otherwise 401
 ``{"detail":"unauthorized"}``. It runs before the SDK's checks, so an unauthenticated request
 gets 401 whatever its Host. It never consults ``AICODEBOX_API_MODE_TOKEN``.
+
+A request without an ``Accept`` header (Python's urllib, hand-written clients) is treated as
+``Accept: */*``, as HTTP says, instead of the SDK's 406 (:class:`DefaultAccept`).
 """
 
 from __future__ import annotations
@@ -65,9 +68,7 @@ def build_mcp_server(tools: McpTools) -> Server:
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=list(TOOL_DEFINITIONS))
 
-    async def call_tool(
-        ctx: ServerRequestContext, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         started = time.perf_counter()
         if params.name not in tools:
             note_tool_call("<unknown>", ToolOutcome.JSONRPC_ERROR, time.perf_counter() - started)
@@ -106,15 +107,25 @@ class McpTokenGuard:
         if not self.token:
             return True
         # compare every candidate (no short-circuit on a match's position)
-        matches = [
-            hmac.compare_digest(candidate.encode(), self.token) for candidate in presented_token(scope)
-        ]
+        matches = [hmac.compare_digest(candidate.encode(), self.token) for candidate in presented_token(scope)]
         return any(matches)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket") and not self.allowed(scope):
             await refuse(scope, send, 401, {"detail": "unauthorized"}, BEARER_CHALLENGE)
             return
+        await self.app(scope, receive, send)
+
+
+class DefaultAccept:
+    """Give a request without ``Accept`` the header's meaning when absent: ``*/*``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not any(name == b"accept" for name, _ in scope.get("headers", [])):
+            scope = {**scope, "headers": [*scope.get("headers", []), (b"accept", b"*/*")]}
         await self.app(scope, receive, send)
 
 
@@ -140,5 +151,5 @@ def build_mcp_asgi(settings: McpModeSettings, locks: WorkspaceLocks, adapter: Ad
         ),
         max_request_body_size=MAX_BODY_BYTES,
     )
-    app = McpTokenGuard(session_manager.handle_request, settings.token)
+    app = McpTokenGuard(DefaultAccept(session_manager.handle_request), settings.token)
     return McpEndpoint(app=app, session_manager=session_manager, server=server, tools=tools)

@@ -21,12 +21,24 @@ from typing import Any
 from agentbox_common.observability import ObservabilitySettings
 from agentbox_common.settings import ConfigError, env_bool, env_csv, env_float, env_int, env_str
 
+from .schemas import DEFAULT_VALIDATION_TIMEOUT
+
 DEFAULT_PORT = 8081
 DEFAULT_ADAPTER = "claude"
 
 #: Loopback Host values, with and without a port (the SDK's own defaults lack the bare forms).
 DEFAULT_ALLOWED_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
-DEFAULT_ALLOWED_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+#: Loopback origins over http and https, with and without a port (a browser sends no port for 80/443).
+DEFAULT_ALLOWED_ORIGINS = tuple(
+    f"{scheme}://{host}{port}"
+    for scheme in ("http", "https")
+    for host in ("127.0.0.1", "localhost", "[::1]")
+    for port in ("", ":*")
+)
+#: Agent runs at once in the whole process, across workspaces and surfaces.
+DEFAULT_MAX_CONCURRENT_RUNS = 8
+#: Largest ``PUT /files`` body.
+DEFAULT_MAX_UPLOAD_BYTES = 1024 * 1024 * 1024
 
 
 def _default_state_dir(env: Mapping[str, str]) -> Path:
@@ -68,6 +80,8 @@ class McpModeSettings:
     json_retries: int = 3
     #: ``AICODEBOX_RUN_TIMEOUT``: seconds before a run's process group is killed.
     run_timeout: float = 3600.0
+    #: ``AICODEBOX_JSON_VALIDATION_TIMEOUT``: seconds matching one answer against ``json_schema`` may take.
+    validation_timeout: float = DEFAULT_VALIDATION_TIMEOUT
     #: ``AICODEBOX_AGENT_BINARY``: overrides the CLI adapters' executable (``claude`` / ``codex``).
     agent_binary: str = ""
     #: ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``: the built-in agent's chat-completions endpoint.
@@ -75,6 +89,10 @@ class McpModeSettings:
     openai_api_key: str = ""
     #: ``AICODEBOX_AGENT_MAX_TURNS``: model calls the built-in agent may make in one run.
     agent_max_turns: int = 50
+    #: ``AICODEBOX_MAX_CONCURRENT_RUNS``: agent runs at once across workspaces (more: refused).
+    max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS
+    #: ``AICODEBOX_MAX_UPLOAD_BYTES``: largest ``PUT /files`` body (more: 413).
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
     #: ``AICODEBOX_STATE_DIR``: where the built-in agent keeps its sessions (outside the workspace).
     state_dir: Path = field(default_factory=lambda: _default_state_dir(os.environ))
     #: ``AGENTBOX_METRICS``, ``AGENTBOX_ACCESS_LOG``: ``/metrics`` and the access log.
@@ -90,9 +108,7 @@ class McpModeSettings:
             "host": env_str("AICODEBOX_MCP_MODE_HOST", "", source).strip() or "0.0.0.0",
             "port": env_int("AICODEBOX_MCP_MODE_PORT", DEFAULT_PORT, source, minimum=1, maximum=65535),
             "token": env_str("AICODEBOX_MCP_MODE_TOKEN", "", source),
-            "allowed_hosts": tuple(
-                env_csv("AICODEBOX_MCP_MODE_ALLOWED_HOSTS", list(DEFAULT_ALLOWED_HOSTS), source)
-            ),
+            "allowed_hosts": tuple(env_csv("AICODEBOX_MCP_MODE_ALLOWED_HOSTS", list(DEFAULT_ALLOWED_HOSTS), source)),
             "allowed_origins": tuple(
                 env_csv("AICODEBOX_MCP_MODE_ALLOWED_ORIGINS", list(DEFAULT_ALLOWED_ORIGINS), source)
             ),
@@ -102,16 +118,21 @@ class McpModeSettings:
             ),
             "json_retries": env_int("AICODEBOX_JSON_RETRIES", 3, source, minimum=0, maximum=20),
             "run_timeout": env_float("AICODEBOX_RUN_TIMEOUT", 3600.0, source, minimum=0.1),
+            "validation_timeout": env_float(
+                "AICODEBOX_JSON_VALIDATION_TIMEOUT", DEFAULT_VALIDATION_TIMEOUT, source, minimum=0.1
+            ),
             "agent_binary": env_str("AICODEBOX_AGENT_BINARY", "", source).strip(),
-            "openai_base_url": (
-                env_str("OPENAI_BASE_URL", "", source).strip() or "https://api.openai.com/v1"
-            ).rstrip("/"),
+            "openai_base_url": (env_str("OPENAI_BASE_URL", "", source).strip() or "https://api.openai.com/v1").rstrip(
+                "/"
+            ),
             "openai_api_key": env_str("OPENAI_API_KEY", "", source),
             "agent_max_turns": env_int("AICODEBOX_AGENT_MAX_TURNS", 50, source, minimum=1, maximum=1000),
-            "state_dir": Path(
-                env_str("AICODEBOX_STATE_DIR", "", source).strip() or _default_state_dir(source)
+            "max_concurrent_runs": env_int(
+                "AICODEBOX_MAX_CONCURRENT_RUNS", DEFAULT_MAX_CONCURRENT_RUNS, source, minimum=1, maximum=1000
             ),
             "observability": ObservabilitySettings.from_env(source),
+            "max_upload_bytes": env_int("AICODEBOX_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES, source, minimum=1),
+            "state_dir": Path(env_str("AICODEBOX_STATE_DIR", "", source).strip() or _default_state_dir(source)),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
@@ -120,6 +141,4 @@ class McpModeSettings:
         """Refuse a ``model`` outside ``AICODEBOX_AVAILABLE_MODELS`` (when that list is set)."""
         if model and self.available_models and model not in self.available_models:
             offered = ", ".join(self.available_models)
-            raise ValueError(
-                f"model {model!r} is not available; AICODEBOX_AVAILABLE_MODELS offers: {offered}"
-            )
+            raise ValueError(f"model {model!r} is not available; AICODEBOX_AVAILABLE_MODELS offers: {offered}")

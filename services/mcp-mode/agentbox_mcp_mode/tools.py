@@ -3,10 +3,14 @@
 
 Every result carries text content and, as FastMCP-based aicodebox does, structured content with a
 ``result`` key holding the same text; ``run_prompt`` adds ``session_id``, ``exit_code`` and
-``attempts`` (and ``json`` with a schema) so a client can resume. Failures are ``isError`` results
+``attempts`` (and ``json`` with a schema) so a client can resume. ``read_file`` is the exception:
+the file's text is sent once, as content only, and a file over 16 MiB is refused. Input schemas
+are strict (``additionalProperties: false``); an optional argument is one that is not required,
+and an explicit ``null`` for it counts as not given. Failures are ``isError`` results
 whose text names the cause; bad input changes nothing. ``run_prompt`` takes the shared
 per-workspace lock without waiting: a busy workspace is refused before any agent starts. File
-operations run in worker threads so a run, a big file or a slow disk never stalls the server.
+operations (:mod:`.workspace_files`, race-free under the root) run in worker threads so a run, a
+big file or a slow disk never stalls the server.
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ import jsonschema
 from mcp import types
 
 from .adapters.base import Adapter, AgentRequest, AgentRequestError
-from .locks import WorkspaceBusy, WorkspaceLocks
-from .runner import check_schema, run_with_json_retry
+from .locks import TooManyRuns, WorkspaceBusy, WorkspaceLocks
+from .runner import check_request, run_with_json_retry
 from .settings import McpModeSettings
 from .workspace import Workspace, WorkspaceError
+from .workspace_files import READ_LIMIT, FileProblem, WorkspaceFiles
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +56,15 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+READ_LIMIT_MIB = READ_LIMIT // (1024 * 1024)
 _STRING = {"type": "string"}
 _RESULT_ONLY = {"type": "object", "properties": {"result": _STRING}, "required": ["result"]}
+_PATH_ONLY = {
+    "type": "object",
+    "properties": {"path": _STRING},
+    "required": ["path"],
+    "additionalProperties": False,
+}
 
 TOOL_DEFINITIONS: list[types.Tool] = [
     types.Tool(
@@ -92,12 +104,13 @@ TOOL_DEFINITIONS: list[types.Tool] = [
                 "resume": {"type": "string", "default": "", "description": "A session id to continue"},
                 "thinking": {"type": "string", "default": "", "description": "Reasoning effort level"},
                 "json_schema": {
-                    "anyOf": [{"type": "object", "additionalProperties": True}, {"type": "null"}],
-                    "default": None,
-                    "description": "JSON Schema the answer must match",
+                    "type": "object",
+                    "additionalProperties": True,
+                    "description": "JSON Schema the answer must match (omit for a free-text answer)",
                 },
             },
             "required": ["prompt"],
+            "additionalProperties": False,
         },
         output_schema={
             "type": "object",
@@ -117,14 +130,14 @@ TOOL_DEFINITIONS: list[types.Tool] = [
         input_schema={
             "type": "object",
             "properties": {"path": {"type": "string", "default": "", "description": "Default: the root"}},
+            "additionalProperties": False,
         },
         output_schema=_RESULT_ONLY,
     ),
     types.Tool(
         name="read_file",
-        description="Read a workspace file as text (undecodable bytes are replaced).",
-        input_schema={"type": "object", "properties": {"path": _STRING}, "required": ["path"]},
-        output_schema=_RESULT_ONLY,
+        description=f"Read a workspace file as text (undecodable bytes are replaced); at most {READ_LIMIT_MIB} MiB.",
+        input_schema=_PATH_ONLY,
     ),
     types.Tool(
         name="write_file",
@@ -133,13 +146,14 @@ TOOL_DEFINITIONS: list[types.Tool] = [
             "type": "object",
             "properties": {"path": _STRING, "content": _STRING},
             "required": ["path", "content"],
+            "additionalProperties": False,
         },
         output_schema=_RESULT_ONLY,
     ),
     types.Tool(
         name="delete_file",
-        description="Delete a workspace file (directories are refused).",
-        input_schema={"type": "object", "properties": {"path": _STRING}, "required": ["path"]},
+        description="Delete a workspace file or symlink (a symlink itself, not its target; directories are refused).",
+        input_schema=_PATH_ONLY,
         output_schema=_RESULT_ONLY,
     ),
 ]
@@ -166,9 +180,8 @@ class McpTools:
         self.locks = locks
         self.adapter = adapter
         self.workspace = Workspace(settings.workspace)
-        self._validators = {
-            tool.name: jsonschema.Draft202012Validator(tool.input_schema) for tool in TOOL_DEFINITIONS
-        }
+        self.files = WorkspaceFiles(settings.workspace)
+        self._validators = {tool.name: jsonschema.Draft202012Validator(tool.input_schema) for tool in TOOL_DEFINITIONS}
         self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]] = {
             "run_prompt": self.run_prompt,
             "list_files": self.list_files,
@@ -181,7 +194,8 @@ class McpTools:
         return name in self._handlers
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        args = dict(arguments or {})
+        # An explicit null means "not given" (older schemas declared optional arguments nullable).
+        args = {key: value for key, value in (arguments or {}).items() if value is not None}
         problem = _argument_error(self._validators[name], args)
         if problem:
             return result(problem, is_error=True)
@@ -189,7 +203,7 @@ class McpTools:
             return await self._handlers[name](args)
         except ToolFailed as exc:
             return result(str(exc), exc.structured, is_error=True)
-        except WorkspaceError as exc:
+        except (WorkspaceError, FileProblem) as exc:
             return result(str(exc), is_error=True)
         except Exception as exc:  # a failing tool never takes the server down
             logger.exception("tool %s failed", name)
@@ -215,10 +229,7 @@ class McpTools:
             timeout=self.settings.run_timeout,
         )
         try:  # everything that can refuse the request, before anything is created or started
-            self.settings.check_model(request.model)
-            if schema is not None:
-                check_schema(schema)
-            self.adapter.validate(request)
+            await check_request(self.settings, self.adapter, request)
         except (ValueError, AgentRequestError) as exc:
             raise ToolFailed(str(exc)) from None
         cwd = await anyio.to_thread.run_sync(self.workspace.run_directory, args.get("workspace", ""))
@@ -226,8 +237,10 @@ class McpTools:
         try:
             with self.locks.hold(cwd):
                 started = time.monotonic()
-                outcome = await run_with_json_retry(self.adapter, request, self.settings.json_retries)
-        except WorkspaceBusy as exc:
+                outcome = await run_with_json_retry(
+                    self.adapter, request, self.settings.json_retries, self.settings.validation_timeout
+                )
+        except (WorkspaceBusy, TooManyRuns) as exc:
             raise ToolFailed(str(exc)) from None
         details: dict[str, Any] = {
             "session_id": outcome.session_id,
@@ -253,60 +266,22 @@ class McpTools:
 
     async def list_files(self, args: dict[str, Any]) -> types.CallToolResult:
         path = args.get("path", "")
-
-        def listing() -> dict[str, Any]:
-            target = self.workspace.resolve_file(path)
-            if not target.exists():
-                raise ToolFailed(f"not found: {path}")
-            if not target.is_dir():
-                raise ToolFailed(f"not a directory: {path}")
-            entries = [{"name": e.name, "type": "dir" if e.is_dir() else "file"} for e in target.iterdir()]
-            return {"path": path or "/", "entries": sorted(entries, key=lambda e: e["name"])}
-
-        return result(_dumps(await anyio.to_thread.run_sync(listing)))
+        entries = await anyio.to_thread.run_sync(self.files.list, path)
+        listing = [{"name": e.name, "type": "dir" if e.is_dir else "file"} for e in entries]
+        return result(_dumps({"path": path or "/", "entries": listing}))
 
     async def read_file(self, args: dict[str, Any]) -> types.CallToolResult:
-        path = args["path"]
-
-        def read() -> str:
-            target = self.workspace.resolve_file(path)
-            if target.is_dir():
-                raise ToolFailed(f"is a directory: {path}")
-            try:
-                return target.read_bytes().decode("utf-8", errors="replace")
-            except FileNotFoundError:
-                raise ToolFailed(f"not found: {path}") from None
-
-        return result(await anyio.to_thread.run_sync(read))
+        data = await anyio.to_thread.run_sync(self.files.read_bytes, args["path"])
+        # The text once, as content only: no structured copy of a file of up to READ_LIMIT bytes.
+        text = data.decode("utf-8", errors="replace")
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
     async def write_file(self, args: dict[str, Any]) -> types.CallToolResult:
         path, content = args["path"], args["content"]
-
-        def write() -> None:
-            target = self.workspace.resolve_file(path)
-            if target.is_dir():
-                raise ToolFailed(f"is a directory: {path}")
-            try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-            except (FileExistsError, NotADirectoryError):
-                raise ToolFailed(f"a parent of {path} is a file") from None
-            with open(target, "w", encoding="utf-8", errors="replace", newline="") as handle:
-                handle.write(content)
-
-        await anyio.to_thread.run_sync(write)
+        await anyio.to_thread.run_sync(self.files.write_text, path, content)
         return result(_dumps({"status": "ok", "path": path, "size": len(content)}))
 
     async def delete_file(self, args: dict[str, Any]) -> types.CallToolResult:
         path = args["path"]
-
-        def delete() -> None:
-            target = self.workspace.resolve_file(path)
-            if target.is_dir():
-                raise ToolFailed(f"cannot delete directories: {path}")
-            try:
-                target.unlink()
-            except FileNotFoundError:
-                raise ToolFailed(f"not found: {path}") from None
-
-        await anyio.to_thread.run_sync(delete)
+        await anyio.to_thread.run_sync(self.files.delete, path)
         return result(_dumps({"status": "ok", "path": path}))

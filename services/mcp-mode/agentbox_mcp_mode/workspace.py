@@ -1,8 +1,9 @@
-"""Confinement to ``AICODEBOX_WORKSPACE``, with the two resolvers aicodebox documents.
+"""Confinement to ``AICODEBOX_WORKSPACE`` by path (the MCP file tools and ``/files`` open files
+race-free with :mod:`.workspace_files` instead).
 
-* File paths (MCP file tools, API ``/files``): a leading ``/`` is stripped, so an absolute path is
+* File paths (:meth:`Workspace.resolve_file`): a leading ``/`` is stripped, so an absolute path is
   relative to the root; the path is resolved (symlinks followed) and must still be inside the root.
-  ``..`` and outward symlinks are therefore caught after resolution.
+
 * Run workspaces (``run_prompt`` ``workspace``, API ``/run`` and the OpenAI endpoint): a subpath of
   the root; absolute paths and any ``..`` part are refused outright; the directory is created.
 
@@ -30,7 +31,9 @@ class Workspace:
         self.root = root.resolve()
 
     def resolve_file(self, path: str) -> Path:
-        """The absolute, resolved location of ``path``; raises WorkspaceError if it escapes the root."""
+        """The resolved location of ``path`` (a leading ``/`` is relative to the root); raises
+        WorkspaceError if it escapes. A check on a path string that can change before it is
+        opened: the MCP file tools and ``/files`` use :mod:`.workspace_files` instead."""
         relative = path.lstrip("/")
         try:
             candidate = (self.root / relative).resolve()
@@ -39,11 +42,6 @@ class Workspace:
         if not _inside(self.root, candidate):
             raise WorkspaceError(f"path escapes workspace root: {path!r}")
         return candidate
-
-    def display(self, resolved: Path) -> str:
-        """``resolved`` relative to the root, as the tools report it (``/`` for the root itself)."""
-        relative = resolved.relative_to(self.root).as_posix()
-        return "/" if relative == "." else relative
 
     def run_directory(self, subpath: str) -> Path:
         """The directory a run works in: the root, or a created subdirectory of it."""

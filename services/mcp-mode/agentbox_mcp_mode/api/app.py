@@ -20,7 +20,7 @@ from ..app import healthz_route, mcp_routes
 from ..locks import WorkspaceLocks
 from ..mcp_server import build_mcp_asgi
 from ..run_stats import RUN_STATS
-from ..workspace import Workspace
+from ..workspace_files import WorkspaceFiles
 from . import routes_files, routes_openai, routes_run
 from .auth import ApiTokenGuard
 from .runs import RunRegistry
@@ -34,7 +34,7 @@ def build_api_app(
     settings: ApiModeSettings, adapter: Adapter | None = None, locks: WorkspaceLocks | None = None
 ) -> FastAPI:
     adapter = adapter or load_adapter(settings.mcp)
-    locks = locks or WorkspaceLocks(settings.mcp.state_dir / "locks")
+    locks = locks or WorkspaceLocks(settings.mcp.state_dir / "locks", settings.mcp.max_concurrent_runs)
     registry = RunRegistry(locks, settings.result_ttl)
     endpoint = build_mcp_asgi(settings.mcp, locks, adapter) if settings.mcp.mcp_mode else None
 
@@ -49,7 +49,7 @@ def build_api_app(
     app = FastAPI(title="aicodebox API mode", lifespan=lifespan)
     app.router.routes.append(healthz_route(adapter))
     app.include_router(routes_run.router(settings, adapter, registry))
-    app.include_router(routes_files.router(Workspace(settings.mcp.workspace)))
+    app.include_router(routes_files.router(WorkspaceFiles(settings.mcp.workspace), settings.mcp.max_upload_bytes))
     app.include_router(routes_openai.router(settings, adapter, locks))
     exempt = PUBLIC_PATHS
     if endpoint is not None:

@@ -21,9 +21,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
-from ..runner import check_schema, parse_json_response
+from ..schemas import MatchAborted, match_answer
 from .openai_format import RequestProblem
 
 INSTRUCTIONS = """You can ask the caller to run these functions for you (they run on the caller's side; \
@@ -47,6 +45,8 @@ class ToolMode:
     schema: dict[str, Any]
     #: True: the answer must be a tool call (``required`` or a named function).
     required: bool
+    #: Each function's ``parameters`` schema, named as the request names it (checked by the caller).
+    parameters: tuple[tuple[str, dict[str, Any]], ...] = ()
 
     def run_schema(self, answer_schema: dict[str, Any] | None) -> dict[str, Any] | None:
         """The schema the run validates against, given the caller's ``response_format`` schema."""
@@ -56,16 +56,16 @@ class ToolMode:
             return None  # free text or a call: told apart after the run
         return {"anyOf": [self.schema, answer_schema]}
 
-    def calls(self, text: str, parsed: Any) -> list[dict[str, Any]] | None:
-        """The OpenAI ``tool_calls`` of an answer, or None when it is not a tool call."""
-        if parsed is not None:  # validated by the run: a call, or the caller's answer schema
-            if not jsonschema.validators.validator_for(self.schema)(self.schema).is_valid(parsed):
-                return None
-            value = parsed
-        else:
-            value, error = parse_json_response(text, self.schema)
-            if error is not None:
-                return None
+    async def calls(self, text: str, parsed: Any, time_limit: float) -> list[dict[str, Any]] | None:
+        """The OpenAI ``tool_calls`` of an answer, or None when it is not a tool call (matched in
+        a worker process, like every answer; a match stopped by ``time_limit`` is no call)."""
+        candidate = text if parsed is None else json.dumps(parsed)  # parsed: validated by the run
+        try:
+            value, error = await match_answer(candidate, self.schema, time_limit)
+        except MatchAborted:
+            return None
+        if error is not None:
+            return None
         return [
             {
                 "id": f"call_{uuid.uuid4().hex[:24]}",
@@ -84,24 +84,12 @@ def _functions(tools: Any) -> dict[str, dict[str, Any]]:
         raise RequestProblem(400, "tools must be a list")
     functions: dict[str, dict[str, Any]] = {}
     for index, tool in enumerate(tools):
-        function = (
-            tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
-        )
-        if (
-            not isinstance(function, dict)
-            or not isinstance(function.get("name"), str)
-            or not function["name"]
-        ):
-            raise RequestProblem(
-                400, f"tools[{index}] must be {{'type': 'function', 'function': {{'name': …}}}}"
-            )
+        function = tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
+            raise RequestProblem(400, f"tools[{index}] must be {{'type': 'function', 'function': {{'name': …}}}}")
         parameters = function.get("parameters") or {"type": "object"}
         if not isinstance(parameters, dict):
             raise RequestProblem(400, f"tools[{index}].function.parameters must be a JSON Schema object")
-        try:
-            check_schema(parameters)
-        except ValueError as exc:
-            raise RequestProblem(400, f"tools[{index}].function.parameters: {exc}") from None
         functions[function["name"]] = {
             "name": function["name"],
             "description": function.get("description") or "",
@@ -127,9 +115,7 @@ def tool_mode(tools: Any, tool_choice: Any) -> ToolMode | None:
         named = tool_choice.get("function") if isinstance(tool_choice, dict) else None
         name = named.get("name") if isinstance(named, dict) else None
         if name not in functions:
-            raise RequestProblem(
-                400, "tool_choice must be none, auto, required or a function named in tools"
-            )
+            raise RequestProblem(400, "tool_choice must be none, auto, required or a function named in tools")
         allowed, choice, required = [name], CHOICE_NAMED.format(name=name), True
     call_shapes = [
         {
@@ -146,4 +132,8 @@ def tool_mode(tools: Any, tool_choice: Any) -> ToolMode | None:
         "additionalProperties": False,
     }
     listing = json.dumps([functions[name] for name in functions], indent=2, ensure_ascii=False)
-    return ToolMode(INSTRUCTIONS.format(functions=listing, choice=choice), schema, required)
+    parameters = tuple(
+        (f"tools[{index}].function.parameters", tool["function"]["parameters"] or {"type": "object"})
+        for index, tool in enumerate(tools)
+    )
+    return ToolMode(INSTRUCTIONS.format(functions=listing, choice=choice), schema, required, parameters)

@@ -1,117 +1,101 @@
 """``/files``: the workspace's files over HTTP, confined exactly like the MCP file tools (the same
-resolver: a leading ``/`` is relative to the root, ``..`` and outward symlinks are refused after
-resolution with 400 ``path escapes workspace root: …``; nothing is touched before the check).
+:mod:`~agentbox_mcp_mode.workspace_files`: a leading ``/`` is relative to the root, ``..`` and
+outward symlinks are refused with 400 ``path escapes workspace root: …``, nothing is touched, and
+no check can be raced into an escape).
 
 * ``GET /files`` / ``GET /files/{path}``: a directory → ``{"path", "entries": [{"name", "type",
-  "size"?}]}`` (sorted, ``size`` for files); a file → its bytes, streamed.
-* ``PUT /files/{path}``: the raw body becomes the file (parents created, replaced atomically, an
-  existing file's permissions kept) → ``{"status": "ok", "path", "size"}`` with the size in bytes;
-  a directory target → 400.
-* ``DELETE /files/{path}``: files only (a directory → 400 ``cannot delete directories``; missing →
-  404).
+  "size"?}]}`` (sorted, ``size`` for files); a regular file → its bytes (special files → 400). A
+  file up to 1 MiB is read at once and sent with its length; a bigger one is streamed (chunked) up
+  to the size it had when opened, so a file that changes or vanishes meanwhile never breaks the
+  response.
+* ``PUT /files/{path}``: the raw body becomes the file (parents created, written to a temporary
+  file and renamed over the target, an existing file's permissions kept; nothing is left behind if
+  the upload fails) → ``{"status": "ok", "path", "size"}`` with the size in bytes; a directory or
+  special-file target → 400; a body over ``AICODEBOX_MAX_UPLOAD_BYTES`` → 413.
+* ``DELETE /files/{path}``: files and symlinks (the link itself); a directory → 400 ``cannot delete
+  directories``; missing → 404.
 
 Disk work runs in worker threads, so a big file or a slow disk never stalls the server.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import uuid
-from pathlib import Path
-from typing import Any
+import mimetypes
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio
 from fastapi import APIRouter, HTTPException, Request
 from starlette.requests import ClientDisconnect
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from ..workspace import Workspace, WorkspaceError
+from ..workspace_files import FileProblem, OpenedFile, WorkspaceFiles, iter_chunks, read_at_most
 
+#: Files up to this size are read in one go and answered with a Content-Length.
+WHOLE_READ_BYTES = 1024 * 1024
 
-def _entry(path: Path) -> dict[str, Any]:
-    if path.is_dir():
-        return {"name": path.name, "type": "dir"}
-    entry: dict[str, Any] = {"name": path.name, "type": "file"}
-    try:
-        entry["size"] = path.stat().st_size
-    except OSError:  # a dangling symlink
-        pass
-    return entry
+T = TypeVar("T")
 
 
-def _replace(partial: Path, target: Path) -> None:
-    """Move the upload into place, keeping an existing file's permission bits."""
-    if target.exists():
-        shutil.copymode(target, partial)
-    os.replace(partial, target)
-
-
-def router(workspace: Workspace) -> APIRouter:
+def router(files: WorkspaceFiles, max_upload_bytes: int) -> APIRouter:
     api = APIRouter()
 
-    async def resolve(path: str) -> Path:
+    async def in_thread(function: Callable[..., T], *args: Any) -> T:
         try:
-            return await anyio.to_thread.run_sync(workspace.resolve_file, path)
-        except WorkspaceError as exc:
-            raise HTTPException(400, str(exc)) from None
+            return await anyio.to_thread.run_sync(function, *args)
+        except FileProblem as exc:
+            raise HTTPException(exc.status, str(exc)) from None
+
+    def too_big() -> HTTPException:
+        return HTTPException(413, f"upload larger than AICODEBOX_MAX_UPLOAD_BYTES ({max_upload_bytes} bytes)")
 
     @api.get("/files")
     @api.get("/files/{path:path}")
     async def get_files(path: str = "") -> Response:
-        target = await resolve(path)
-
-        def listing() -> dict[str, Any] | None:
-            if not target.is_dir():
-                return None
-            entries = sorted((_entry(child) for child in target.iterdir()), key=lambda e: e["name"])
-            return {"path": path or "/", "entries": entries}
-
+        if await in_thread(files.is_dir, path):
+            entries = await in_thread(files.list, path)
+            listing = [{"name": e.name, "type": "dir"} if e.is_dir else _file_entry(e.name, e.size) for e in entries]
+            return JSONResponse({"path": path or "/", "entries": listing})
+        opened: OpenedFile = await in_thread(files.open_file, path)
+        media_type = mimetypes.guess_type(path)[0] or "application/octet-stream"
+        if opened.size > WHOLE_READ_BYTES:
+            return StreamingResponse(iter_chunks(opened), media_type=media_type)
         try:
-            found = await anyio.to_thread.run_sync(listing)
-        except PermissionError:
-            raise HTTPException(403, f"permission denied: {path}") from None
-        if found is not None:
-            return JSONResponse(found)
-        if not await anyio.to_thread.run_sync(target.is_file):
-            raise HTTPException(404, f"not found: {path}")
-        return FileResponse(target)
+            data = await anyio.to_thread.run_sync(read_at_most, opened.fd, opened.size)
+        finally:
+            opened.close()
+        return Response(data, media_type=media_type)
 
     @api.put("/files/{path:path}")
     async def put_file(path: str, request: Request) -> dict[str, Any]:
-        target = await resolve(path)
-        if await anyio.to_thread.run_sync(target.is_dir):
-            raise HTTPException(400, f"is a directory: {path}")
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_upload_bytes:
+            raise too_big()
+        upload = await in_thread(files.begin_upload, path)
         try:
-            await anyio.to_thread.run_sync(lambda: target.parent.mkdir(parents=True, exist_ok=True))
-        except (FileExistsError, NotADirectoryError):
-            raise HTTPException(400, f"a parent of {path} is a file") from None
-        # Written beside the target and renamed over it, so an interrupted upload changes nothing.
-        partial = target.with_name(f".{target.name}.upload-{uuid.uuid4().hex[:12]}")
-        size = 0
-        try:
-            async with await anyio.open_file(partial, "xb") as handle:
-                async for chunk in request.stream():
-                    await handle.write(chunk)
-                    size += len(chunk)
-            await anyio.to_thread.run_sync(_replace, partial, target)
+            async for chunk in request.stream():
+                if upload.size + len(chunk) > max_upload_bytes:
+                    raise too_big()
+                await in_thread(upload.write, chunk)
+            await in_thread(upload.commit)
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lambda: partial.unlink(missing_ok=True))
+                await anyio.to_thread.run_sync(upload.abort)
             if isinstance(exc, ClientDisconnect):
                 raise HTTPException(400, f"upload of {path} interrupted") from None
             raise
-        return {"status": "ok", "path": path, "size": size}
+        return {"status": "ok", "path": path, "size": upload.size}
 
     @api.delete("/files/{path:path}")
     async def delete_file(path: str) -> dict[str, Any]:
-        target = await resolve(path)
-        if await anyio.to_thread.run_sync(target.is_dir):
-            raise HTTPException(400, f"cannot delete directories: {path}")
-        try:
-            await anyio.to_thread.run_sync(target.unlink)
-        except FileNotFoundError:
-            raise HTTPException(404, f"not found: {path}") from None
+        await in_thread(files.delete, path)
         return {"status": "ok", "path": path}
 
     return api
+
+
+def _file_entry(name: str, size: int | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": name, "type": "file"}
+    if size is not None:
+        entry["size"] = size
+    return entry

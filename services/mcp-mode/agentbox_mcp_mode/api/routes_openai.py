@@ -5,7 +5,8 @@ A completion is one agent run (see :mod:`.openai_format` for how the request map
 in the workspace named by ``x-aicodebox-workspace`` or, without that header, in an ephemeral one
 (``/tmp/aicodebox/<uuid>``, mode 0700, removed afterwards); sessions are fresh unless
 ``x-aicodebox-continue``. The workspace lock is the one ``/run`` and MCP ``run_prompt`` use: a busy
-workspace → 409 ``workspace busy, retry later``, no agent started.
+workspace → 409 ``workspace busy, retry later``, and ``AICODEBOX_MAX_CONCURRENT_RUNS`` runs already
+going → 429; no agent started.
 
 * Plain chat, ``stream: false``: the final text; an agent that fails → 500 naming its exit code.
 * Plain chat, ``stream: true``: SSE as the agent works — a role chunk, one chunk per text delta, a
@@ -44,8 +45,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ..adapters.base import Adapter, AgentEvent, AgentRequest, AgentRequestError, add_usage
-from ..locks import WorkspaceBusy, WorkspaceLocks
-from ..runner import RunOutcome, check_schema, run_with_json_retry
+from ..locks import TooManyRuns, WorkspaceBusy, WorkspaceLocks
+from ..runner import RunOutcome, check_request, run_with_json_retry
 from ..workspace import Workspace, WorkspaceError
 from .disconnect import CleanupStreamingResponse, finish_unless_disconnected
 from .openai_format import (
@@ -151,19 +152,14 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
             return _problem(RequestProblem(404, f"model {model!r} is not available", "model_not_found"))
         return JSONResponse(model_object(model))
 
-    def prepare(body: ChatBody, options: RunHeaders) -> tuple[AgentRequest, ToolMode | None]:
+    async def prepare(body: ChatBody, options: RunHeaders) -> tuple[AgentRequest, ToolMode | None]:
         """The agent request (in the root until a workspace is taken) and the tool mode, if any;
-        RequestProblem if the request is unusable."""
+        RequestProblem if the request is unusable (the caller's schemas are checked one by one)."""
         model = resolve_model(body.model, adapter.name, models)
         prompt, system_prompt = flatten_messages(body.messages)
         schema = schema_from_response_format(body.response_format)
         if schema is None and body.response_format is None:
             schema = options.json_schema
-        if schema is not None:
-            try:
-                check_schema(schema)
-            except ValueError as exc:
-                raise RequestProblem(400, str(exc)) from None
         tools = tool_mode(body.tools, body.tool_choice)
         appended = [options.append_system_prompt, tools.instructions if tools else ""]
         request = AgentRequest(
@@ -178,14 +174,15 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
             json_schema=tools.run_schema(schema) if tools else schema,
             timeout=options.timeout or settings.mcp.run_timeout,
         )
+        checks = [*(tools.parameters if tools else ()), *([("json_schema", schema)] if schema is not None else [])]
         try:
-            adapter.validate(request)
-        except AgentRequestError as exc:
+            await check_request(settings.mcp, adapter, request, checks)
+        except (ValueError, AgentRequestError) as exc:
             raise RequestProblem(400, str(exc)) from None
         return request, tools
 
     async def take_workspace(subpath: str | None) -> RunSlot:
-        """The caller's workspace or a new ephemeral one, locked; 400 / 409 when impossible."""
+        """The caller's workspace or a new ephemeral one, locked; 400 / 409 / 429 when impossible."""
         if subpath is None:
             cwd = await anyio.to_thread.run_sync(_make_ephemeral)
         else:
@@ -197,13 +194,17 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
             locks.acquire(cwd)
         except WorkspaceBusy:
             raise RequestProblem(409, "workspace busy, retry later", "workspace_busy") from None
+        except TooManyRuns as exc:
+            if subpath is None:
+                await _remove(cwd)
+            raise RequestProblem(429, str(exc), "too_many_runs") from None
         return RunSlot(locks, cwd, ephemeral=subpath is None)
 
     @api.post("/chat/completions")
     async def chat_completions(body: ChatBody, http: Request) -> Response:
         try:
             options = parse_headers(http.headers)
-            request, tools = prepare(body, options)
+            request, tools = await prepare(body, options)
             slot = await take_workspace(options.workspace)
         except RequestProblem as exc:
             return _problem(exc)
@@ -218,7 +219,9 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
                 headers=SSE_HEADERS,
             )
         try:
-            task = asyncio.create_task(run_with_json_retry(adapter, request, settings.mcp.json_retries))
+            task = asyncio.create_task(
+                run_with_json_retry(adapter, request, settings.mcp.json_retries, settings.mcp.validation_timeout)
+            )
             if not await finish_unless_disconnected(http, task):
                 return Response(status_code=499)  # the client is gone; nobody reads this
             if task.exception() is not None:
@@ -232,7 +235,11 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
             invalid = outcome.exit_code == 0 and outcome.parse_error is not None
             return _error(failure, 422 if invalid else 500)
         validated = request.json_schema is not None
-        calls = tools.calls(outcome.text, outcome.json if validated else None) if tools else None
+        calls = (
+            await tools.calls(outcome.text, outcome.json if validated else None, settings.mcp.validation_timeout)
+            if tools
+            else None
+        )
         content = json.dumps(outcome.json, ensure_ascii=False) if validated else outcome.text
         message = assistant_message(content, calls)
         headers = {"x-aicodebox-session-id": outcome.session_id} if outcome.session_id else {}
@@ -295,9 +302,7 @@ async def stream_plain(
         logger.exception("adapter %s failed while streaming", adapter.name)
         stop = AgentEvent("stop", reason="error", exit_code=1, stderr=f"{type(exc).__name__}: {exc}")
     if stop is None:
-        stop = AgentEvent(
-            "stop", reason="error", exit_code=1, stderr="the adapter ended without a stop event"
-        )
+        stop = AgentEvent("stop", reason="error", exit_code=1, stderr="the adapter ended without a stop event")
     await finished()
     if not streamed and stop.text:
         yield chunk(meta, {"content": stop.text})

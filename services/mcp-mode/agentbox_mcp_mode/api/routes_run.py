@@ -4,7 +4,8 @@
 checked before anything is created or started: 422 for the body (empty prompt, bad types, a model
 outside ``AICODEBOX_AVAILABLE_MODELS``, an invalid ``jsonSchema``, a value the adapter cannot
 run), 400 for a bad workspace, 409 ``workspace <path> is busy with another run`` when any surface
-(another ``/run``, the OpenAI endpoint, MCP ``run_prompt``) holds the workspace.
+(another ``/run``, the OpenAI endpoint, MCP ``run_prompt``) holds the workspace, 429 when the
+process already runs ``AICODEBOX_MAX_CONCURRENT_RUNS`` agents.
 
 A sync run answers when the agent is done (200 whatever its exit code; ``stderr`` is added when it
 is not 0) and is killed if its client disconnects first. ``async`` (or ``fireAndForget``, which
@@ -25,8 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ..adapters.base import Adapter, AgentRequest, AgentRequestError
-from ..locks import WorkspaceBusy
-from ..runner import RunOutcome, check_schema, run_with_json_retry
+from ..locks import TooManyRuns, WorkspaceBusy
+from ..runner import RunOutcome, check_request, run_with_json_retry
 from ..workspace import Workspace, WorkspaceError
 from .disconnect import finish_unless_disconnected
 from .runs import RunRegistry
@@ -96,10 +97,7 @@ def router(settings: ApiModeSettings, adapter: Adapter, registry: RunRegistry) -
             timeout=body.timeout_seconds or settings.mcp.run_timeout,
         )
         try:
-            settings.mcp.check_model(request.model)
-            if request.json_schema is not None:
-                check_schema(request.json_schema)
-            adapter.validate(request)
+            await check_request(settings.mcp, adapter, request)
         except (ValueError, AgentRequestError) as exc:
             raise HTTPException(422, str(exc)) from None
         try:
@@ -107,11 +105,11 @@ def router(settings: ApiModeSettings, adapter: Adapter, registry: RunRegistry) -
         except WorkspaceError as exc:
             raise HTTPException(400, str(exc)) from None
         request = dataclasses.replace(request, cwd=cwd)
-        retries = settings.mcp.json_retries
+        retries, validation_timeout = settings.mcp.json_retries, settings.mcp.validation_timeout
 
         async def work() -> dict[str, Any]:
             started = time.monotonic()
-            outcome = await run_with_json_retry(adapter, request, retries)
+            outcome = await run_with_json_retry(adapter, request, retries, validation_timeout)
             logger.info(
                 "/run in %s: exit %s, %d attempt(s), %.1fs",
                 cwd,
@@ -126,6 +124,8 @@ def router(settings: ApiModeSettings, adapter: Adapter, registry: RunRegistry) -
             record = registry.start(cwd, work, keep_result=background and not body.fire_and_forget)
         except WorkspaceBusy as exc:
             raise HTTPException(409, str(exc)) from None
+        except TooManyRuns as exc:
+            raise HTTPException(429, str(exc)) from None
         if background:
             return {**record.summary(), "fireAndForget": body.fire_and_forget}
         assert record.task is not None

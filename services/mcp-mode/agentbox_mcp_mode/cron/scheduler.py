@@ -27,7 +27,7 @@ from telegram import Bot
 from telegram.error import TelegramError
 
 from ..agent_runs import AgentRunService, RunRefused, RunSpec
-from ..locks import WorkspaceBusy
+from ..locks import TooManyRuns, WorkspaceBusy
 from ..telegram_bot.client import send_answer
 from .config import ResolvedJob, seconds_first
 from .history import CronHistory, CronRecord
@@ -131,7 +131,7 @@ class CronScheduler:
         request = dataclasses.replace(request, prompt=expand(job.instruction, job, request.cwd, when))
         try:
             outcome = await self.service.execute(request)
-        except WorkspaceBusy as exc:
+        except (WorkspaceBusy, TooManyRuns) as exc:
             logger.warning("cron job %s: tick at %s skipped: %s", job.name, when.isoformat(timespec="seconds"), exc)
             return
         failure = outcome.failure

@@ -28,7 +28,7 @@ from agentbox_common.settings import ConfigError
 from ..adapters.base import AgentRequest
 from ..agent_runs import AgentRunService, RunRefused, RunSpec
 from ..cron.history import CronHistory
-from ..locks import WorkspaceBusy
+from ..locks import TooManyRuns, WorkspaceBusy
 from .client import send_answer
 from .files import FileRefused, extract_send_files, sendable, upload_name
 from .settings import RESET_WORDS, ChatSettings, Overrides, TelegramSettings
@@ -158,7 +158,7 @@ class TelegramMode:
         try:
             try:
                 outcome = await self.service.execute(request)
-            except WorkspaceBusy:
+            except (WorkspaceBusy, TooManyRuns):
                 await message.reply_text(BUSY)
                 return
             failure = outcome.failure
