@@ -11,7 +11,8 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from agentbox_common.logging import JsonFormatter
+from agentbox_common.logging import JsonFormatter, RedactSecrets
+from agentbox_common.redaction import redact_query
 from agentbox_common.observability import ObservabilitySettings
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
@@ -171,3 +172,11 @@ def test_log_lines_of_a_request_name_its_id(gateway_settings: GatewaySettings) -
         logger.removeHandler(handler)
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert any(line.get("request_id") == "warned-7" and "gone" in line["message"] for line in lines), lines
+
+
+def test_access_line_passes_the_log_filter_unchanged() -> None:
+    """The access log redacts its query itself; the handlers' filter must not redact it twice."""
+    line = f"GET /v1/sandbox?{redact_query(f'api_key={KEY}&x=1')} 200"
+    record = logging.LogRecord("agentbox.access", logging.INFO, __file__, 1, line, None, None)
+    RedactSecrets().filter(record)
+    assert record.getMessage() == line and KEY not in line

@@ -15,9 +15,11 @@ import time
 from .observability.request_ids import current_request_id
 from .redaction import SECRET_PARAMETERS, redacted
 
-#: ``name=value`` of a credential parameter (:data:`SECRET_PARAMETERS`) inside a URL in a message.
+#: ``name=value`` of a credential parameter (:data:`SECRET_PARAMETERS`) inside a URL in a message,
+#: unless the value is redacted already (the access log redacts its query itself).
 _SECRET_IN_URL = re.compile(
-    r"([?&](?:" + "|".join(map(re.escape, sorted(SECRET_PARAMETERS))) + r")=)([^&#\s\"']*)", re.IGNORECASE
+    r"([?&](?:" + "|".join(map(re.escape, sorted(SECRET_PARAMETERS))) + r")=)(?!\[redacted )([^&#\s\"']*)",
+    re.IGNORECASE,
 )
 
 
