@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from agentbox_common.logging import JsonFormatter, RedactSecrets
-from agentbox_common.redaction import redact_query
 from agentbox_common.observability import ObservabilitySettings
+from agentbox_common.redaction import redact_query
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.jsonrpc import call_tool, rpc
