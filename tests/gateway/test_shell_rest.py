@@ -184,7 +184,7 @@ def test_validation_failures_are_422(sandbox: Sandbox, gateway: str) -> None:
 
 
 def test_limits_and_missing_features_answer_clearly(sandbox: Sandbox) -> None:
-    assert status_of(lambda: sandbox.shell.get_terminal_url()) == 501
+    assert status_of(lambda: sandbox.shell.get_terminal_url()) == 404
     created = [sandbox.shell.create_session(id=f"rest-cap-{i}") for i in range(20)]
     assert len(created) == 20
     with pytest.raises(ApiError) as refused:

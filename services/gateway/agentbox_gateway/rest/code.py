@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel
 
 from ..planes.code import (
     DEFAULT_TIMEOUT,
@@ -30,7 +29,8 @@ from ..planes.code import (
     SessionNotFound,
 )
 from ..settings import GatewaySettings
-from .envelope import RestError, failed, ok
+from .bodies import StrictBody
+from .envelope import RestError, error_responses, failed, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -42,7 +42,7 @@ _DESCRIPTIONS = {
 }
 
 
-class CodeExecuteRequest(BaseModel):
+class CodeExecuteRequest(StrictBody):
     language: str = "python"
     code: str
     timeout: float | None = None
@@ -51,7 +51,7 @@ class CodeExecuteRequest(BaseModel):
     session_id: str | None = None
 
 
-class JupyterExecuteRequest(BaseModel):
+class JupyterExecuteRequest(StrictBody):
     code: str
     timeout: float | None = None
     kernel_name: str | None = None
@@ -59,13 +59,13 @@ class JupyterExecuteRequest(BaseModel):
     cwd: str | None = None
 
 
-class JupyterCreateSessionRequest(BaseModel):
+class JupyterCreateSessionRequest(StrictBody):
     session_id: str | None = None
     kernel_name: str | None = None
     cwd: str | None = None
 
 
-class NodeJsExecuteRequest(BaseModel):
+class NodeJsExecuteRequest(StrictBody):
     code: str
     timeout: float | None = None
     stdin: str | None = None
@@ -76,7 +76,7 @@ class NodeJsExecuteRequest(BaseModel):
     version: str | None = None
 
 
-class NodeJsCreateSessionRequest(BaseModel):
+class NodeJsCreateSessionRequest(StrictBody):
     session_id: str | None = None
     cwd: str | None = None
     max_idle_time: float | None = None  # seconds
@@ -128,7 +128,7 @@ def _node_session(info: SessionInfo) -> dict[str, Any]:
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     plane = planes.code
-    api = APIRouter()
+    api = APIRouter(responses=error_responses(400, 404, 429, 503))
 
     async def python_kernels() -> list[str]:
         runtime = await plane.runtime("python")

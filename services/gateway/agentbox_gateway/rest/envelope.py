@@ -1,4 +1,5 @@
-"""AIO's response envelope ``{"success", "message", "data", "hint"}`` and its error handlers."""
+"""AIO's response envelope ``{"success", "message", "data", "hint"}``, its error handlers, and the
+OpenAPI description of the error answers (so ``/v1/openapi.json`` documents every status we send)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 T = TypeVar("T")
+#: The methods a 405's ``Allow`` header may name.
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
 class Envelope(BaseModel, Generic[T]):
@@ -18,6 +22,35 @@ class Envelope(BaseModel, Generic[T]):
     message: str = "Operation successful"
     data: T | None = None
     hint: str | None = None
+
+
+class ErrorEnvelope(BaseModel):
+    """The body of every HTTP error answer: the envelope with ``success: false``."""
+
+    success: bool = False
+    message: str
+    data: Any = None
+    hint: str | None = None
+
+
+#: What each error status means on ``/v1/*``; routers document the ones they can answer.
+ERROR_DESCRIPTIONS = {
+    400: "Bad request: an unparsable body or a value the operation refuses",
+    401: "Missing or wrong API key (AIO_API_KEY is set)",
+    403: "Origin not allowed",
+    404: "Unknown session, command or file",
+    409: "Conflict: the session exists already or is busy",
+    413: "Too large",
+    429: "A limit is reached (sessions)",
+    503: "The plane's runtime is not available (interpreter or browser missing)",
+    507: "No space left on the device",
+}
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` for a router or route: each status with its description and envelope schema
+    (FastAPI documents 422 itself; our 422 body carries its ``detail`` list)."""
+    return {code: {"model": ErrorEnvelope, "description": ERROR_DESCRIPTIONS[code]} for code in codes}
 
 
 def ok(data: Any = None, message: str = "Operation successful") -> dict[str, Any]:
@@ -46,8 +79,7 @@ def install_error_handlers(app: FastAPI) -> None:
         errors = exc.errors()
         body = failed("Request data validation failed")
         body["errors"] = [
-            {"location": list(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
-            for e in errors
+            {"location": list(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")} for e in errors
         ]
         body["detail"] = [
             {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in errors
@@ -60,4 +92,18 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return JSONResponse(failed(str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+        return JSONResponse(failed(str(exc.detail)), status_code=exc.status_code, headers=headers)
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route serves on this path. Starlette's 405 names only the first matching
+    route's methods, so ``PATCH /v1/shell/sessions`` would claim GET is all there is beside DELETE."""
+    routes = request.app.router.routes
+    return ", ".join(
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    )
