@@ -134,17 +134,39 @@ def test_every_error_status_is_documented_with_its_body(gateway: str, document: 
     assert statuses == {400, 404, 409, 422}
 
 
-@pytest.mark.parametrize(
-    "path", ["/v1/shell/sessions", "/v1/jupyter/sessions", "/v1/nodejs/sessions", "/v1/nodejs/sessions/some-id"]
-)
+#: (request path, its template in the document): paths several routes serve, and literal paths that a
+#: templated route also matches (``create`` could be a session id).
+PATHS = [
+    ("/v1/shell/sessions", "/v1/shell/sessions"),
+    ("/v1/jupyter/sessions", "/v1/jupyter/sessions"),
+    ("/v1/nodejs/sessions", "/v1/nodejs/sessions"),
+    ("/v1/nodejs/sessions/some-id", "/v1/nodejs/sessions/{session_id}"),
+    ("/v1/shell/sessions/create", "/v1/shell/sessions/create"),
+    ("/v1/shell/sessions/stats", "/v1/shell/sessions/stats"),
+]
+
+
+@pytest.mark.parametrize(("path", "template"), PATHS, ids=[path for path, _ in PATHS])
 @pytest.mark.parametrize("method", ["PATCH", "OPTIONS"])
-def test_method_not_allowed_names_every_method_of_the_path(
-    gateway: str, document: dict[str, Any], path: str, method: str
+def test_method_not_allowed_names_the_methods_of_the_path(
+    gateway: str, document: dict[str, Any], path: str, template: str, method: str
 ) -> None:
-    template = path.replace("some-id", "{session_id}")
     served = {verb.upper() for verb in document["paths"][template]}
     response = httpx.request(method, f"{gateway}{path}", timeout=10)
     assert response.status_code == 405
     allowed = {verb.strip() for verb in response.headers["allow"].split(",")}
-    assert allowed - {"HEAD"} == served, f"Allow: {response.headers['allow']}; the document has {served}"
+    assert allowed == served, f"Allow: {response.headers['allow']}; the document has {served}"
     assert response.json()["success"] is False
+
+
+def test_numbers_beyond_the_documented_range_are_refused(gateway: str, document: dict[str, Any]) -> None:
+    """A huge idle time once answered 500 (its milliseconds overflowed) and broke the session list."""
+    with httpx.Client(base_url=gateway, timeout=30) as client:
+        huge = client.post("/v1/nodejs/sessions", json={"max_idle_time": 1.7976931348623157e308})
+        assert huge.status_code == 422, huge.text[:300]
+        for body in (b'{"command": "true", "timeout": Infinity}', b'{"command": "true", "hard_timeout": NaN}'):
+            answer = client.post("/v1/shell/exec", content=body, headers={"Content-Type": "application/json"})
+            assert answer.status_code == 422, f"{body!r}: {answer.text[:300]}"
+        assert client.get("/v1/nodejs/sessions").status_code == 200
+    bound = document["components"]["schemas"]["NodeJsCreateSessionRequest"]["properties"]["max_idle_time"]
+    assert "maximum" in str(bound)

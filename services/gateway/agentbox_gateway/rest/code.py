@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter
+from pydantic import Field
 
 from ..planes.code import (
     DEFAULT_TIMEOUT,
@@ -35,6 +36,8 @@ from .envelope import RestError, error_responses, failed, ok
 if TYPE_CHECKING:
     from ..planes import Planes
 
+#: The longest a Node.js REPL may stay idle, in seconds (a week): its info reports it in integer milliseconds.
+MAX_IDLE_TIME = 7 * 24 * 3600.0
 _STATUS = {SessionNotFound: 404, SessionLimitReached: 429, RuntimeUnavailable: 503}
 _DESCRIPTIONS = {
     "python": "Python interpreter: stateless calls on a warm fork server, or stateful REPL sessions",
@@ -79,7 +82,7 @@ class NodeJsExecuteRequest(StrictBody):
 class NodeJsCreateSessionRequest(StrictBody):
     session_id: str | None = None
     cwd: str | None = None
-    max_idle_time: float | None = None  # seconds
+    max_idle_time: float | None = Field(None, gt=0, le=MAX_IDLE_TIME, description="seconds")
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@ OpenAPI description of the error answers (so ``/v1/openapi.json`` documents ever
 
 from __future__ import annotations
 
+import re
 from typing import Any, Generic, TypeVar
 
 from fastapi import FastAPI, Request
@@ -10,11 +11,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
-from starlette.routing import Match
+from starlette.routing import get_route_path
 
 T = TypeVar("T")
-#: The methods a 405's ``Allow`` header may name.
-_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
 class Envelope(BaseModel, Generic[T]):
@@ -93,17 +92,24 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
         headers = exc.headers
-        if exc.status_code == 405:
-            headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+        allowed = _allowed_methods(request) if exc.status_code == 405 else None
+        if allowed:
+            headers = {**(headers or {}), "Allow": allowed}
         return JSONResponse(failed(str(exc.detail)), status_code=exc.status_code, headers=headers)
 
 
-def _allowed_methods(request: Request) -> str:
-    """Every method some route serves on this path. Starlette's 405 names only the first matching
-    route's methods, so ``PATCH /v1/shell/sessions`` would claim GET is all there is beside DELETE."""
-    routes = request.app.router.routes
-    return ", ".join(
-        method
-        for method in _METHODS
-        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
-    )
+def _allowed_methods(request: Request) -> str | None:
+    """The methods ``/v1/openapi.json`` lists for this path. Starlette's 405 names only the first
+    matching route's methods (``GET`` for ``/v1/shell/sessions``, which also serves DELETE); a literal
+    path shadows a template that also matches it (``/v1/shell/sessions/create`` is not a session id)."""
+    paths: dict[str, dict[str, Any]] = request.app.openapi()["paths"]
+    path = get_route_path(request.scope)
+    if path in paths:
+        return ", ".join(method.upper() for method in paths[path])
+    methods = [
+        method.upper()
+        for template, operations in paths.items()
+        if re.fullmatch(re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(template)), path)
+        for method in operations
+    ]
+    return ", ".join(dict.fromkeys(methods)) or None
