@@ -14,15 +14,7 @@ from agent_sandbox.core.api_error import ApiError
 from agent_sandbox.errors import UnprocessableEntityError
 
 from tests.gateway.test_shell_plane import live_processes
-
-
-def until(predicate: Callable[[], object], seconds: float = 5.0) -> object:
-    """Poll ``predicate`` until it returns something truthy; fail after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while not (value := predicate()):
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
-    return value
+from tests.support.polling import until
 
 
 def token() -> str:
