@@ -43,8 +43,9 @@ def test_bash_exec_with_a_timeout_keeps_the_streams_apart(sandbox: Sandbox) -> N
     assert (data.status, data.stdout, data.stderr, data.exit_code) == ("completed", "out\n", "err\n", 3)
     slow = sandbox.bash.exec(command="sleep 30", timeout=1).data
     assert slow.status == "running" and slow.exit_code is None
-    killed = sandbox.bash.kill(session_id=slow.session_id, signal="SIGKILL").data
-    assert killed.signal == "SIGKILL"
+    assert sandbox.bash.kill(session_id=slow.session_id, signal="SIGKILL").data["signal"] == "SIGKILL"
+    gone = until(lambda: (o := sandbox.bash.output(session_id=slow.session_id).data).command.status == "killed" and o)
+    assert gone.command.exit_code == 137
 
 
 def test_bash_async_exec_takes_input_from_bash_write(sandbox: Sandbox) -> None:
