@@ -5,12 +5,17 @@ against the image in tests/e2e/test_image_rest_fuzz.py; these pin the cases it f
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from jsonschema import Draft202012Validator
+
+from agentbox_gateway.app import build_app
+from agentbox_gateway.settings import GatewaySettings
+from tests.support.servers import serve_app
 
 #: Stands for a path under the test's tmp_path that does not exist (a lax server would write it).
 MISSING = "{missing}"
@@ -132,6 +137,17 @@ def test_every_error_status_is_documented_with_its_body(gateway: str, document: 
         statuses.add(response.status_code)
         assert_documented(document, method, path, response)
     assert statuses == {400, 404, 409, 422}
+
+
+def test_the_guards_answers_are_documented_on_every_operation(gateway_settings: GatewaySettings) -> None:
+    with serve_app(build_app(replace(gateway_settings, api_key="contract-key"))) as url:
+        document = httpx.get(f"{url}/v1/openapi.json", timeout=10).json()
+        refused = httpx.post(f"{url}/v1/shell/exec", json={"command": "true"}, timeout=10)
+    assert refused.status_code == 401
+    assert_documented(document, "POST", "/v1/shell/exec", refused)
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            assert {"401", "403", "421"} <= set(operation["responses"]), f"{method} {path}"
 
 
 #: (request path, its template in the document): paths several routes serve, and literal paths that a

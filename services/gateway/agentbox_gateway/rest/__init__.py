@@ -17,7 +17,7 @@ def build_rest_app(planes: Planes, settings: GatewaySettings) -> FastAPI:
         openapi_url="/v1/openapi.json",
         docs_url="/v1/docs",
         redoc_url=None,
-        responses=error_responses(401, 403),
+        responses=error_responses(401, 403, 421),  # the guards in front of every route
     )
     install_error_handlers(app)
     for module in (shell, code, files, sandbox, browser):

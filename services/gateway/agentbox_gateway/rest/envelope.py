@@ -40,6 +40,7 @@ ERROR_DESCRIPTIONS = {
     404: "Unknown session, command or file",
     409: "Conflict: the session exists already or is busy",
     413: "Too large",
+    421: "Host not allowed (without AIO_API_KEY, or with AIO_ALLOWED_HOSTS set)",
     429: "A limit is reached (sessions)",
     503: "The plane's runtime is not available (interpreter or browser missing)",
     507: "No space left on the device",
