@@ -47,6 +47,7 @@ def fuzz_box(docker_client: docker.DockerClient, agentbox_image: str, fuzz_key: 
 
 
 def run_schemathesis(url: str, key: str, report: Path) -> subprocess.CompletedProcess[str]:
+    """The schemathesis CLI, run in the report's folder (its Hypothesis database stays out of the checkout)."""
     command = [
         sys.executable,
         "-m",
@@ -65,8 +66,9 @@ def run_schemathesis(url: str, key: str, report: Path) -> subprocess.CompletedPr
         "--report-json-path",
         str(report),
     ]
+    environment = {**os.environ, "AGENTBOX_FUZZ_KEY": key}
     return subprocess.run(
-        command, capture_output=True, text=True, timeout=BUDGET + 180, env={**os.environ, "AGENTBOX_FUZZ_KEY": key}
+        command, capture_output=True, text=True, timeout=BUDGET + 180, cwd=report.parent, env=environment
     )
 
 
