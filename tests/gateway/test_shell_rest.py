@@ -14,15 +14,7 @@ from agent_sandbox.core.api_error import ApiError
 from agent_sandbox.errors import UnprocessableEntityError
 
 from tests.gateway.test_shell_plane import live_processes
-
-
-def until(predicate: Callable[[], object], seconds: float = 5.0) -> object:
-    """Poll ``predicate`` until it returns something truthy; fail after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while not (value := predicate()):
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
-    return value
+from tests.support.polling import until
 
 
 def token() -> str:
@@ -184,7 +176,7 @@ def test_validation_failures_are_422(sandbox: Sandbox, gateway: str) -> None:
 
 
 def test_limits_and_missing_features_answer_clearly(sandbox: Sandbox) -> None:
-    assert status_of(lambda: sandbox.shell.get_terminal_url()) == 501
+    assert status_of(lambda: sandbox.shell.get_terminal_url()) == 404
     created = [sandbox.shell.create_session(id=f"rest-cap-{i}") for i in range(20)]
     assert len(created) == 20
     with pytest.raises(ApiError) as refused:

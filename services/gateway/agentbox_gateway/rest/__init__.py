@@ -8,7 +8,7 @@ from fastapi import FastAPI
 from ..planes import Planes
 from ..settings import GatewaySettings
 from . import browser, code, files, sandbox, shell
-from .envelope import install_error_handlers
+from .envelope import error_responses, install_error_handlers
 
 
 def build_rest_app(planes: Planes, settings: GatewaySettings) -> FastAPI:
@@ -17,6 +17,7 @@ def build_rest_app(planes: Planes, settings: GatewaySettings) -> FastAPI:
         openapi_url="/v1/openapi.json",
         docs_url="/v1/docs",
         redoc_url=None,
+        responses=error_responses(401, 403, 421),  # the guards in front of every route
     )
     install_error_handlers(app)
     for module in (shell, code, files, sandbox, browser):

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from fastapi import APIRouter, Body, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
-from pydantic import BaseModel
 
 from ..cdp_proxy import request_public_base, with_ticket
 from ..planes.browser import BrowserError, BrowserUnavailable, InvalidAction
 from ..settings import GatewaySettings
-from .envelope import RestError, ok
+from .bodies import StrictBody
+from .envelope import RestError, error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -23,12 +23,12 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class Resolution(BaseModel):
+class Resolution(StrictBody):
     width: int
     height: int
 
 
-class BrowserConfig(BaseModel):
+class BrowserConfig(StrictBody):
     resolution: Resolution | None = None
 
 
@@ -47,7 +47,7 @@ async def _guarded(operation: Awaitable[T], what: str) -> T:
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     plane = planes.browser
-    api = APIRouter(prefix="/v1/browser", tags=["browser"])
+    api = APIRouter(prefix="/v1/browser", tags=["browser"], responses=error_responses(400, 503))
 
     @api.get("/info")
     async def browser_info(request: Request) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel
+from pydantic import Field
 
 from ..planes.code import (
     DEFAULT_TIMEOUT,
@@ -30,11 +30,14 @@ from ..planes.code import (
     SessionNotFound,
 )
 from ..settings import GatewaySettings
-from .envelope import RestError, failed, ok
+from .bodies import StrictBody
+from .envelope import RestError, error_responses, failed, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
 
+#: The longest a Node.js REPL may stay idle, in seconds (a week): its info reports it in integer milliseconds.
+MAX_IDLE_TIME = 7 * 24 * 3600.0
 _STATUS = {SessionNotFound: 404, SessionLimitReached: 429, RuntimeUnavailable: 503}
 _DESCRIPTIONS = {
     "python": "Python interpreter: stateless calls on a warm fork server, or stateful REPL sessions",
@@ -42,7 +45,7 @@ _DESCRIPTIONS = {
 }
 
 
-class CodeExecuteRequest(BaseModel):
+class CodeExecuteRequest(StrictBody):
     language: str = "python"
     code: str
     timeout: float | None = None
@@ -51,7 +54,7 @@ class CodeExecuteRequest(BaseModel):
     session_id: str | None = None
 
 
-class JupyterExecuteRequest(BaseModel):
+class JupyterExecuteRequest(StrictBody):
     code: str
     timeout: float | None = None
     kernel_name: str | None = None
@@ -59,13 +62,13 @@ class JupyterExecuteRequest(BaseModel):
     cwd: str | None = None
 
 
-class JupyterCreateSessionRequest(BaseModel):
+class JupyterCreateSessionRequest(StrictBody):
     session_id: str | None = None
     kernel_name: str | None = None
     cwd: str | None = None
 
 
-class NodeJsExecuteRequest(BaseModel):
+class NodeJsExecuteRequest(StrictBody):
     code: str
     timeout: float | None = None
     stdin: str | None = None
@@ -76,10 +79,10 @@ class NodeJsExecuteRequest(BaseModel):
     version: str | None = None
 
 
-class NodeJsCreateSessionRequest(BaseModel):
+class NodeJsCreateSessionRequest(StrictBody):
     session_id: str | None = None
     cwd: str | None = None
-    max_idle_time: float | None = None  # seconds
+    max_idle_time: float | None = Field(None, gt=0, le=MAX_IDLE_TIME, description="seconds")
 
 
 @contextlib.contextmanager
@@ -128,7 +131,7 @@ def _node_session(info: SessionInfo) -> dict[str, Any]:
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     plane = planes.code
-    api = APIRouter()
+    api = APIRouter(responses=error_responses(400, 404, 429, 503))
 
     async def python_kernels() -> list[str]:
         runtime = await plane.runtime("python")

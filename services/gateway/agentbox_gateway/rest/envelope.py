@@ -1,7 +1,9 @@
-"""AIO's response envelope ``{"success", "message", "data", "hint"}`` and its error handlers."""
+"""AIO's response envelope ``{"success", "message", "data", "hint"}``, its error handlers, and the
+OpenAPI description of the error answers (so ``/v1/openapi.json`` documents every status we send)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Generic, TypeVar
 
 from fastapi import FastAPI, Request
@@ -9,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
+from starlette.routing import get_route_path
 
 T = TypeVar("T")
 
@@ -18,6 +21,36 @@ class Envelope(BaseModel, Generic[T]):
     message: str = "Operation successful"
     data: T | None = None
     hint: str | None = None
+
+
+class ErrorEnvelope(BaseModel):
+    """The body of every HTTP error answer: the envelope with ``success: false``."""
+
+    success: bool = False
+    message: str
+    data: Any = None
+    hint: str | None = None
+
+
+#: What each error status means on ``/v1/*``; routers document the ones they can answer.
+ERROR_DESCRIPTIONS = {
+    400: "Bad request: an unparsable body or a value the operation refuses",
+    401: "Missing or wrong API key (AIO_API_KEY is set)",
+    403: "Origin not allowed",
+    404: "Unknown session, command or file",
+    409: "Conflict: the session exists already or is busy",
+    413: "Too large",
+    421: "Host not allowed (without AIO_API_KEY, or with AIO_ALLOWED_HOSTS set)",
+    429: "A limit is reached (sessions)",
+    503: "The plane's runtime is not available (interpreter or browser missing)",
+    507: "No space left on the device",
+}
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` for a router or route: each status with its description and envelope schema
+    (FastAPI documents 422 itself; our 422 body carries its ``detail`` list)."""
+    return {code: {"model": ErrorEnvelope, "description": ERROR_DESCRIPTIONS[code]} for code in codes}
 
 
 def ok(data: Any = None, message: str = "Operation successful") -> dict[str, Any]:
@@ -46,8 +79,7 @@ def install_error_handlers(app: FastAPI) -> None:
         errors = exc.errors()
         body = failed("Request data validation failed")
         body["errors"] = [
-            {"location": list(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
-            for e in errors
+            {"location": list(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")} for e in errors
         ]
         body["detail"] = [
             {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in errors
@@ -60,4 +92,25 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return JSONResponse(failed(str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+        headers = exc.headers
+        allowed = _allowed_methods(request) if exc.status_code == 405 else None
+        if allowed:
+            headers = {**(headers or {}), "Allow": allowed}
+        return JSONResponse(failed(str(exc.detail)), status_code=exc.status_code, headers=headers)
+
+
+def _allowed_methods(request: Request) -> str | None:
+    """The methods ``/v1/openapi.json`` lists for this path. Starlette's 405 names only the first
+    matching route's methods (``GET`` for ``/v1/shell/sessions``, which also serves DELETE); a literal
+    path shadows a template that also matches it (``/v1/shell/sessions/create`` is not a session id)."""
+    paths: dict[str, dict[str, Any]] = request.app.openapi()["paths"]
+    path = get_route_path(request.scope)
+    if path in paths:
+        return ", ".join(method.upper() for method in paths[path])
+    methods = [
+        method.upper()
+        for template, operations in paths.items()
+        if re.fullmatch(re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(template)), path)
+        for method in operations
+    ]
+    return ", ".join(dict.fromkeys(methods)) or None

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
 from fastapi.responses import FileResponse
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, Field
+from pydantic import Field
 from starlette.exceptions import HTTPException
 from starlette.types import Message
 
 from ..planes.files import FileOperationError
 from ..settings import GatewaySettings
-from .envelope import RestError, failed, ok
+from .bodies import StrictBody
+from .envelope import RestError, error_responses, failed, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -41,7 +42,7 @@ HTTP_STATUS = {
 }
 
 
-class ReadRequest(BaseModel):
+class ReadRequest(StrictBody):
     file: str = Field(description="Absolute file path")
     start_line: int | None = Field(None, description="Start line (0-based)")
     end_line: int | None = Field(None, description="End line (not inclusive)")
@@ -49,7 +50,7 @@ class ReadRequest(BaseModel):
     sudo: bool | None = Field(None, description="Accepted for compatibility; the gateway's permissions apply")
 
 
-class WriteRequest(BaseModel):
+class WriteRequest(StrictBody):
     file: str = Field(description="Absolute file path")
     content: str = Field(description="Content to write (text, or base64 for binary)")
     encoding: str | None = Field("utf-8", description="utf-8 for text, base64 for binary data")
@@ -59,25 +60,25 @@ class WriteRequest(BaseModel):
     sudo: bool | None = None
 
 
-class ReplaceRequest(BaseModel):
+class ReplaceRequest(StrictBody):
     file: str
     old_str: str
     new_str: str
     sudo: bool | None = None
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(StrictBody):
     file: str
     regex: str
     sudo: bool | None = None
 
 
-class FindRequest(BaseModel):
+class FindRequest(StrictBody):
     path: str
     glob: str
 
 
-class GrepRequest(BaseModel):
+class GrepRequest(StrictBody):
     path: str
     pattern: str
     include: list[str] | None = None
@@ -94,7 +95,7 @@ class GrepRequest(BaseModel):
     recursive: bool = True
 
 
-class GlobRequest(BaseModel):
+class GlobRequest(StrictBody):
     path: str
     pattern: str
     include: list[str] | None = None
@@ -107,7 +108,7 @@ class GlobRequest(BaseModel):
     sort_desc: bool = False
 
 
-class ListRequest(BaseModel):
+class ListRequest(StrictBody):
     path: str
     recursive: bool = False
     show_hidden: bool = False
@@ -119,7 +120,7 @@ class ListRequest(BaseModel):
     sort_desc: bool = False
 
 
-class EditorRequest(BaseModel):
+class EditorRequest(StrictBody):
     command: Literal["view", "create", "str_replace", "insert", "undo_edit"]
     path: str
     file_text: str | None = None
@@ -193,7 +194,7 @@ async def _respond(call: Awaitable[dict[str, Any]], single_file: bool, required:
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     files, editor = planes.files, planes.editor
-    api = APIRouter(prefix="/v1/file", tags=["file"])
+    api = APIRouter(prefix="/v1/file", tags=["file"], responses=error_responses(400, 403, 404, 409, 413, 507))
 
     @api.post("/read")
     async def read_file(body: ReadRequest) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from .. import __version__
 from ..cdp_proxy import request_public_base
 from ..planes.context import ContextError
 from ..settings import GatewaySettings
-from .envelope import RestError, ok
+from .envelope import RestError, error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     context, browser = planes.context, planes.browser
-    api = APIRouter(prefix="/v1", tags=["sandbox"])
+    api = APIRouter(prefix="/v1", tags=["sandbox"], responses=error_responses(503))
 
     @api.get("/ping")
     async def ping() -> dict[str, Any]:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..planes import Planes
 from ..planes.shell import (
@@ -36,7 +36,8 @@ from ..planes.shell import (
     resolve_dir,
 )
 from ..settings import GatewaySettings
-from .envelope import RestError, ok
+from .bodies import StrictBody
+from .envelope import RestError, error_responses, ok
 
 #: ``/v1/bash`` sync results are cut to this many characters per stream unless told (0: never).
 BASH_OUTPUT_LIMIT = 50_000
@@ -73,7 +74,7 @@ def _errors() -> Iterator[None]:
 # -- request bodies ----------------------------------------------------------------------------
 
 
-class ShellExecRequest(BaseModel):
+class ShellExecRequest(StrictBody):
     command: str
     id: str | None = None
     exec_dir: str | None = None
@@ -86,35 +87,35 @@ class ShellExecRequest(BaseModel):
     truncate: bool | None = None
 
 
-class ShellIdRequest(BaseModel):
+class ShellIdRequest(StrictBody):
     id: str
 
 
-class ShellWaitRequest(BaseModel):
+class ShellWaitRequest(StrictBody):
     id: str
     seconds: int | None = Field(default=None, ge=0)
     max_wait_seconds: int | None = Field(default=None, ge=0)
 
 
-class ShellWriteRequest(BaseModel):
+class ShellWriteRequest(StrictBody):
     id: str
     input: str
     press_enter: bool = False
 
 
-class ShellCreateSessionRequest(BaseModel):
+class ShellCreateSessionRequest(StrictBody):
     id: str | None = None
     exec_dir: str | None = None
     no_change_timeout: int | None = _seconds()
     preserve_symlinks: bool | None = None
 
 
-class ShellUpdateSessionRequest(BaseModel):
+class ShellUpdateSessionRequest(StrictBody):
     id: str
     no_change_timeout: int | None = _seconds()
 
 
-class BashExecRequest(BaseModel):
+class BashExecRequest(StrictBody):
     command: str
     session_id: str | None = None
     exec_dir: str | None = None
@@ -125,7 +126,7 @@ class BashExecRequest(BaseModel):
     max_output_length: int | None = Field(default=None, ge=0)
 
 
-class BashOutputRequest(BaseModel):
+class BashOutputRequest(StrictBody):
     session_id: str
     command_id: str | None = None
     offset: int | None = Field(default=None, ge=0)
@@ -134,18 +135,18 @@ class BashOutputRequest(BaseModel):
     wait_timeout: float | None = Field(default=None, ge=0)
 
 
-class BashWriteRequest(BaseModel):
+class BashWriteRequest(StrictBody):
     session_id: str
     input: str
     command_id: str | None = None
 
 
-class BashKillRequest(BaseModel):
+class BashKillRequest(StrictBody):
     session_id: str
     signal: Literal["SIGTERM", "SIGKILL", "SIGINT"] | None = None
 
 
-class BashCreateSessionRequest(BaseModel):
+class BashCreateSessionRequest(StrictBody):
     session_id: str | None = None
     exec_dir: str | None = None
     snapshot_path: str | None = None
@@ -213,7 +214,7 @@ def _bash_exec_result(record: CommandRecord, limit: int | None) -> dict[str, Any
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     shell: ShellPlane = planes.shell
-    api = APIRouter(tags=["shell"])
+    api = APIRouter(tags=["shell"], responses=error_responses(400, 404, 409, 429, 503))
 
     # -- /v1/shell -----------------------------------------------------------------------------
 
@@ -314,7 +315,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.get("/v1/shell/terminal-url")
     async def shell_terminal_url() -> dict[str, Any]:
-        raise RestError(501, "this sandbox has no web terminal",
+        raise RestError(404, "this sandbox has no web terminal",
                         hint="run commands with POST /v1/shell/exec or the sandbox_execute_bash MCP tool")
 
     @api.delete("/v1/shell/sessions")
