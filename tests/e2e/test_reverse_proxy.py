@@ -110,7 +110,9 @@ def test_previews_work_behind_the_proxy(docker_client: docker.DockerClient, agen
     """An app in the sandbox opened through nginx at /proxy/{port}/: forwarded headers reach it, its
     WebSocket is upgraded, and sandbox_get_context names the public preview URL."""
     app = base64.b64encode((REPO / "tests/support/preview_app.py").read_bytes()).decode()
-    with running_box(docker_client, agentbox_image, {"DISABLE_BROWSER": "true"}, published=PUBLISHED) as box:
+    # A key-less gateway behind a proxy must be told the public name (DNS-rebinding protection).
+    env = {"DISABLE_BROWSER": "true", "AIO_ALLOWED_HOSTS": PUBLIC_HOST}
+    with running_box(docker_client, agentbox_image, env, published=PUBLISHED) as box:
         box.exec(f"echo {app} | base64 -d > /tmp/preview_app.py", user="sandbox")
         box.exec("(setsid nohup python3 /tmp/preview_app.py --port 8770 >/dev/null 2>&1 &); "
                  "for i in $(seq 100); do curl -fs -o /dev/null http://127.0.0.1:8770/ready && break; sleep 0.1; done",
