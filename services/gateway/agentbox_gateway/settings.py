@@ -35,6 +35,8 @@ class GatewaySettings:
     skills_path: Path = field(default_factory=lambda: Path.home() / "skills")
     #: ``AIO_CDP_URL``: Chromium's DevTools HTTP endpoint (loopback).
     cdp_url: str = "http://127.0.0.1:9222"
+    #: ``AGENTBOX_BROWSER_URL``: the browser program (page plane for ``/v1/browser/page|tabs|cookies``).
+    browser_url: str = "http://127.0.0.1:8100"
     #: ``AIO_PROXY_TIMEOUT``: the most an app behind ``/proxy/{port}/`` may take to answer (seconds).
     proxy_timeout: float = 60.0
     #: ``AGENTBOX_METRICS``, ``AGENTBOX_ACCESS_LOG``: ``/metrics`` and the access log.
@@ -56,6 +58,7 @@ class GatewaySettings:
             "upstream_call_timeout": env_float("AIO_MCP_CALL_TIMEOUT", 300.0, source, minimum=0.05),
             "skills_path": Path(env_str("AIO_SKILLS_PATH", str(Path.home() / "skills"), source)),
             "cdp_url": env_str("AIO_CDP_URL", "http://127.0.0.1:9222", source).rstrip("/"),
+            "browser_url": env_str("AGENTBOX_BROWSER_URL", "http://127.0.0.1:8100", source).rstrip("/"),
             "proxy_timeout": env_float("AIO_PROXY_TIMEOUT", 60.0, source, minimum=0.05),
             "observability": ObservabilitySettings.from_env(source),
             "max_upload_bytes": env_int("AIO_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES, source, minimum=1),

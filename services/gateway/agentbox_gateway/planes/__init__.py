@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..settings import GatewaySettings
 from .browser import BrowserPlane
+from .browser.page import PagePlane
 from .code import CodePlane
 from .context import ContextPlane
 from .editor import EditorPlane
@@ -23,6 +24,7 @@ class Planes:
     editor: EditorPlane
     context: ContextPlane
     browser: BrowserPlane
+    page: PagePlane
     preview: PreviewPlane
 
     @classmethod
@@ -35,10 +37,13 @@ class Planes:
             editor=EditorPlane(files),
             context=ContextPlane(settings),
             browser=BrowserPlane(settings),
+            page=PagePlane(settings.browser_url, timeout=settings.upstream_call_timeout),
             preview=PreviewPlane(settings),
         )
 
     async def aclose(self) -> None:
         """Stop shells, interpreters and clients; each plane's ``aclose`` is idempotent."""
-        for plane in (self.shell, self.code, self.files, self.editor, self.context, self.browser, self.preview):
+        for plane in (
+            self.shell, self.code, self.files, self.editor, self.context, self.browser, self.page, self.preview
+        ):
             await plane.aclose()

@@ -1,0 +1,249 @@
+"""REST door of the page plane, as the agent-sandbox SDK's ``browser_page``, ``browser_tabs`` and
+``browser_cookies`` clients call it: ``/v1/browser/page/*``, ``/v1/browser/tabs[/{index}[/activate]]``,
+``/v1/browser/cookies``. Bodies are checked here (422), then the browser program runs the operation
+(see :mod:`..planes.browser.page`); its refusals keep their 4xx status, no browser program is 503."""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any, Literal
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..planes.browser import BrowserUnavailable
+from ..planes.browser.page import PageFailed
+from ..settings import GatewaySettings
+from .envelope import RestError, ok
+
+if TYPE_CHECKING:
+    from ..planes import Planes
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Navigate(Body):
+    url: str = Field(min_length=1)
+    wait_until: Literal["load", "domcontentloaded", "networkidle", "commit"] | None = None
+    timeout: float | None = Field(None, gt=0, le=600, description="seconds")
+
+
+class Click(Body):
+    selector: str | None = None
+    index: int | None = Field(None, ge=0)
+    x: float | None = None
+    y: float | None = None
+    button: Literal["left", "right", "middle"] | None = None
+    click_count: int | None = Field(None, ge=1, le=3)
+
+
+class Fill(Body):
+    text: str
+    selector: str | None = None
+    index: int | None = Field(None, ge=0)
+
+
+class TypeText(Body):
+    text: str
+    delay: float | None = Field(None, ge=0, le=1000, description="milliseconds between keys")
+
+
+class PressKey(Body):
+    key: str = Field(min_length=1)
+
+
+class HotKey(Body):
+    keys: list[str] = Field(min_length=1)
+
+
+class Hover(Body):
+    selector: str | None = None
+    x: float | None = None
+    y: float | None = None
+
+
+class SelectOption(Body):
+    selector: str = Field(min_length=1)
+    value: str | None = None
+    label: str | None = None
+    index: int | None = Field(None, ge=0)
+
+
+class Selector(Body):
+    selector: str = Field(min_length=1)
+
+
+class UploadFile(Body):
+    selector: str = Field(min_length=1)
+    files: list[str] = Field(min_length=1)
+
+
+class FillForm(Body):
+    items: list[dict[str, Any]] = Field(min_length=1, description="[{selector, value}]")
+
+
+class Scroll(Body):
+    direction: Literal["up", "down", "left", "right"] | None = None
+    amount: int | None = Field(None, ge=0, le=100_000)
+
+
+class ScrollTo(Body):
+    x: int | None = Field(None, ge=0)
+    y: int | None = Field(None, ge=0)
+
+
+class ConsoleExport(Body):
+    save_path: str = Field(min_length=1)
+    clear: bool | None = None
+
+
+class Evaluate(Body):
+    expression: str = Field(min_length=1)
+
+
+class FindText(Body):
+    keyword: str = Field(min_length=1)
+
+
+class Wait(Body):
+    type: Literal["selector", "load", "url", "network_idle", "download", "function", "response", "request", "timeout"]
+    selector: str | None = None
+    state: str | None = None
+    url: str | None = None
+    save_path: str | None = None
+    timeout: float | None = Field(None, ge=0, le=600, description="seconds")
+    expression: str | None = None
+    polling: float | None = Field(None, gt=0, le=60, description="seconds")
+    url_pattern: str | None = None
+
+
+class NewTab(Body):
+    url: str | None = None
+
+
+class SetCookies(Body):
+    cookies: list[dict[str, Any]] = Field(min_length=1)
+
+
+def _arguments(body: BaseModel | None) -> dict[str, Any]:
+    return body.model_dump(exclude_none=True) if body is not None else {}
+
+
+def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+    page = planes.page
+    api = APIRouter(prefix="/v1/browser", tags=["browser page"])
+
+    async def run(operation: str, arguments: dict[str, Any]) -> Any:
+        try:
+            return await page.call(operation, arguments)
+        except BrowserUnavailable as exc:
+            raise RestError(503, "Browser unavailable: the browser program does not answer", hint=str(exc)) from exc
+        except PageFailed as exc:
+            raise RestError(exc.status, str(exc)) from exc
+
+    def post(path: str, operation: str, model: type[BaseModel] | None, summary: str) -> None:
+        if model is None:
+
+            async def endpoint() -> dict[str, Any]:
+                return ok(await run(operation, {}))
+        else:
+
+            async def endpoint(body: BaseModel) -> dict[str, Any]:
+                return ok(await run(operation, _arguments(body)))
+
+            # The body's model is chosen per route (annotations are strings here: set the class itself).
+            endpoint.__annotations__ = {"body": model, "return": dict[str, Any]}
+        api.add_api_route(path, endpoint, methods=["POST"], summary=summary, name=f"page_{operation}")
+
+    for path, operation, model, summary in (
+        ("/page/navigate", "navigate", Navigate, "Navigate the current tab to a URL"),
+        ("/page/back", "back", None, "Go back in the tab's history"),
+        ("/page/forward", "forward", None, "Go forward in the tab's history"),
+        ("/page/reload", "reload", None, "Reload the current page"),
+        ("/page/click", "click", Click, "Click by selector, element index or coordinates"),
+        ("/page/fill", "fill", Fill, "Replace an input's value"),
+        ("/page/type", "type", TypeText, "Type text into the focused element"),
+        ("/page/press_key", "press_key", PressKey, "Press one key"),
+        ("/page/hot_key", "hot_key", HotKey, "Press a key combination"),
+        ("/page/hover", "hover", Hover, "Hover an element or a point"),
+        ("/page/select_option", "select_option", SelectOption, "Select an option of a <select>"),
+        ("/page/check", "check", Selector, "Check a checkbox or radio"),
+        ("/page/uncheck", "uncheck", Selector, "Uncheck a checkbox"),
+        ("/page/upload_file", "upload_file", UploadFile, "Put sandbox files into a file input"),
+        ("/page/fill_form", "fill_form", FillForm, "Fill several fields at once"),
+        ("/page/scroll", "scroll", Scroll, "Scroll in a direction"),
+        ("/page/scroll_to", "scroll_to", ScrollTo, "Scroll to a position"),
+        ("/page/scroll_to_element", "scroll_to_element", Selector, "Scroll an element into view"),
+        ("/page/console/export", "console_export", ConsoleExport, "Write the console log to a JSON file"),
+        ("/page/evaluate", "evaluate", Evaluate, "Run JavaScript in the page; data.result is its value"),
+        ("/page/find_text", "find_text", FindText, "Find visible text occurrences"),
+        ("/page/wait", "wait", Wait, "Wait for a selector, load state, URL, function, request, download…"),
+        ("/tabs", "tabs_create", NewTab, "Open a tab (about:blank without url) and make it current"),
+        ("/cookies", "cookies_set", SetCookies, "Set cookies (each with url, or domain and path)"),
+    ):
+        post(path, operation, model, summary)
+
+    @api.get(
+        "/page/screenshot",
+        response_class=Response,
+        responses={200: {"content": {"image/png": {}, "image/jpeg": {}}, "description": "the page"}},
+    )
+    async def page_screenshot(
+        full_page: bool = Query(False),
+        format: Literal["png", "jpeg"] = Query("png"),
+        quality: int | None = Query(None, ge=0, le=100),
+    ) -> Response:
+        """The current tab as an image (raw bytes)."""
+        shot = await run("screenshot", {"full_page": full_page, "format": format, "quality": quality})
+        return Response(base64.b64decode(shot["data"]), media_type=shot["mime_type"])
+
+    @api.get("/page/html")
+    async def page_html(outer: bool = Query(True, description="the whole document")) -> dict[str, Any]:
+        """The page's HTML (the document, or the body's inner HTML with ``outer=false``)."""
+        return ok(await run("html", {"outer": outer}))
+
+    @api.get("/page/text")
+    async def page_text() -> dict[str, Any]:
+        return ok(await run("text", {}))
+
+    @api.get("/page/markdown")
+    async def page_markdown() -> dict[str, Any]:
+        """``{markdown, url, title}``: the visible content, as the MCP ``browser_get_markdown``."""
+        return ok(await run("markdown", {}))
+
+    @api.get("/page/elements")
+    async def page_elements() -> dict[str, Any]:
+        """``[{index, tag, description}]``: the interactive elements, numbered for ``click``/``fill``."""
+        return ok(await run("elements", {}))
+
+    @api.get("/page/console")
+    async def page_console(clear: bool = Query(False)) -> dict[str, Any]:
+        """``[{type, text, url, line, timestamp}]``: the latest console messages of every tab."""
+        return ok(await run("console", {"clear": clear}))
+
+    @api.get("/tabs")
+    async def tabs_list() -> dict[str, Any]:
+        """``[{index, active, title, url}]``."""
+        return ok(await run("tabs_list", {}))
+
+    @api.put("/tabs/{index}/activate")
+    async def tabs_activate(index: int = Path(ge=0)) -> dict[str, Any]:
+        return ok(await run("tabs_activate", {"index": index}))
+
+    @api.delete("/tabs/{index}")
+    async def tabs_close(index: int = Path(ge=0)) -> dict[str, Any]:
+        """Close a tab; the last one left becomes current (a blank one replaces the only tab)."""
+        return ok(await run("tabs_close", {"index": index}))
+
+    @api.get("/cookies")
+    async def cookies_get(urls: str | None = Query(None, description="comma-separated")) -> dict[str, Any]:
+        return ok(await run("cookies_get", {"urls": urls} if urls else {}))
+
+    @api.delete("/cookies")
+    async def cookies_clear() -> dict[str, Any]:
+        return ok(await run("cookies_clear", {}))
+
+    return api
