@@ -16,7 +16,7 @@ from .mcp_tools import builtin_tools
 from .mcp_tools.registry import ToolRegistry
 from .metrics import gateway_collector
 from .planes import Planes
-from .rest import build_rest_app
+from .rest import build_rest_app, mcp_servers
 from .security import ApiKeyGuard, OriginGuard
 from .settings import GatewaySettings
 from .upstreams import UpstreamRouter
@@ -44,6 +44,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
                 await planes.aclose()
 
     rest_app = build_rest_app(planes, settings)
+    rest_app.include_router(mcp_servers.router(registry, upstreams))
     routes = [
         Route("/health", health, methods=["GET"]),
         *mcp_routes,
