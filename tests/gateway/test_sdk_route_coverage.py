@@ -50,11 +50,6 @@ KNOWN_MISSING = {
     ("GET", "/v1/sandbox/hooks"),
     ("POST", "/v1/sandbox/hooks"),
     ("DELETE", "/v1/sandbox/hooks/{}"),
-    ("DELETE", "/v1/skills"),
-    ("GET", "/v1/skills/metadatas"),
-    ("POST", "/v1/skills/register"),
-    ("DELETE", "/v1/skills/{}"),
-    ("GET", "/v1/skills/{}/content"),
     ("POST", "/v1/util/convert_to_markdown"),
 }
 
