@@ -36,7 +36,6 @@ KNOWN_MISSING = {
     ("DELETE", "/v1/file/watch/{}"),
     ("GET", "/v1/file/watch/{}/events"),
     ("POST", "/v1/file/watch/{}/poll"),
-    ("PATCH", "/v1/nodejs/sessions/{}"),
     ("GET", "/v1/proxy/diagnose"),
     ("DELETE", "/v1/proxy/excludes"),
     ("GET", "/v1/proxy/excludes"),
@@ -50,7 +49,6 @@ KNOWN_MISSING = {
     ("GET", "/v1/sandbox/hooks"),
     ("POST", "/v1/sandbox/hooks"),
     ("DELETE", "/v1/sandbox/hooks/{}"),
-    ("POST", "/v1/util/convert_to_markdown"),
 }
 
 _PARAMETER = re.compile(r"\{[^}]*\}")

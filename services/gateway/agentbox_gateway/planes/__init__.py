@@ -10,6 +10,7 @@ from .browser import BrowserPlane
 from .browser.page import PagePlane
 from .code import CodePlane
 from .context import ContextPlane
+from .convert import ConvertPlane
 from .editor import EditorPlane
 from .files import FilePlane
 from .preview import PreviewPlane
@@ -26,6 +27,7 @@ class Planes:
     browser: BrowserPlane
     page: PagePlane
     preview: PreviewPlane
+    convert: ConvertPlane
 
     @classmethod
     def create(cls, settings: GatewaySettings) -> Planes:
@@ -39,11 +41,13 @@ class Planes:
             browser=BrowserPlane(settings),
             page=PagePlane(settings.browser_url, timeout=settings.upstream_call_timeout),
             preview=PreviewPlane(settings),
+            convert=ConvertPlane(),
         )
 
     async def aclose(self) -> None:
         """Stop shells, interpreters and clients; each plane's ``aclose`` is idempotent."""
         for plane in (
-            self.shell, self.code, self.files, self.editor, self.context, self.browser, self.page, self.preview
+            self.shell, self.code, self.files, self.editor, self.context, self.browser, self.page, self.preview,
+            self.convert,
         ):
             await plane.aclose()
