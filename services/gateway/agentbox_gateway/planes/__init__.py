@@ -12,6 +12,7 @@ from .code import CodePlane
 from .context import ContextPlane
 from .convert import ConvertPlane
 from .editor import EditorPlane
+from .file_watch import FileWatchPlane
 from .files import FilePlane
 from .preview import PreviewPlane
 from .shell import ShellPlane
@@ -28,6 +29,7 @@ class Planes:
     page: PagePlane
     preview: PreviewPlane
     convert: ConvertPlane
+    watch: FileWatchPlane
 
     @classmethod
     def create(cls, settings: GatewaySettings) -> Planes:
@@ -42,12 +44,13 @@ class Planes:
             page=PagePlane(settings.browser_url, timeout=settings.upstream_call_timeout),
             preview=PreviewPlane(settings),
             convert=ConvertPlane(),
+            watch=FileWatchPlane(settings.max_file_watchers),
         )
 
     async def aclose(self) -> None:
         """Stop shells, interpreters and clients; each plane's ``aclose`` is idempotent."""
         for plane in (
             self.shell, self.code, self.files, self.editor, self.context, self.browser, self.page, self.preview,
-            self.convert,
+            self.convert, self.watch,
         ):
             await plane.aclose()
