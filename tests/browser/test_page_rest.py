@@ -64,14 +64,6 @@ def site() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def gateway(browser: BrowserProgram, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    skills = tmp_path_factory.mktemp("skills")
-    settings = replace(GatewaySettings.from_env({}), skills_path=skills, browser_url=browser.base_url)
-    with serve_app(build_app(settings)) as url:
-        yield url
-
-
 @pytest.fixture
 def client(gateway: str) -> Sandbox:
     return Sandbox(base_url=gateway, timeout=60)

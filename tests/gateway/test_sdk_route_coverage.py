@@ -16,19 +16,9 @@ NOT_SANDBOX_ROUTES = {("GET", "/auth"), ("POST", "/tickets")}
 
 #: SDK routes the gateway does not serve yet (issue 15). Remove a line when its route is built.
 KNOWN_MISSING = {
-    ("GET", "/v1/browser/captcha/detect"),
-    ("POST", "/v1/browser/captcha/wait"),
-    ("POST", "/v1/browser/network/export_har"),
-    ("POST", "/v1/browser/network/headers"),
-    ("GET", "/v1/browser/network/requests"),
-    ("DELETE", "/v1/browser/network/route"),
-    ("POST", "/v1/browser/network/route"),
-    ("POST", "/v1/browser/network/scoped_headers"),
     ("POST", "/v1/browser/page/record"),
     ("GET", "/v1/browser/proxy.pac"),
     ("POST", "/v1/browser/restart"),
-    ("POST", "/v1/browser/state/load"),
-    ("POST", "/v1/browser/state/save"),
     ("POST", "/v1/display/record"),
     ("GET", "/v1/proxy/diagnose"),
     ("DELETE", "/v1/proxy/excludes"),

@@ -21,6 +21,7 @@ from playwright.async_api import Browser, BrowserContext, ConsoleMessage, Page, 
 from playwright.async_api import Error as PlaywrightError
 
 from .chromium import ChromiumSupervisor
+from .network_log import NetworkLog
 from .settings import BrowserSettings
 
 logger = logging.getLogger(__name__)
@@ -64,6 +65,8 @@ class BrowserSession:
         self._lock = asyncio.Lock()
         #: The latest console messages of every tab, oldest first, for ``/v1/browser/page/console``.
         self.console: collections.deque[dict[str, Any]] = collections.deque(maxlen=CONSOLE_LIMIT)
+        #: The latest requests of every tab (``/v1/browser/network/requests`` and its HAR export).
+        self.network = NetworkLog()
 
     async def start(self) -> None:
         self._playwright = await async_playwright().start()
@@ -176,6 +179,7 @@ class BrowserSession:
             context = browser.contexts[0]
             context.on("page", self._on_page)
             context.on("console", self._on_console)
+            self.network.attach(context)
             # Playwright reports a popup only once its first navigation commits; Chromium says at once.
             targets = await browser.new_browser_cdp_session()
             targets.on("Target.targetCreated", self._on_target_created)

@@ -19,7 +19,8 @@ from starlette.routing import Route
 from ..session import BrowserSession, BrowserUnavailable, first_line
 from ..tools.base import ToolError
 from ..tools.elements import ElementNotFound
-from .operations import OPERATIONS, PageError
+from .errors import PageError
+from .operations import OPERATIONS
 
 logger = logging.getLogger(__name__)
 

@@ -24,6 +24,8 @@ from ..tools.elements import index_elements, locate
 from ..tools.interaction import ACTION_TIMEOUT_MS
 from ..tools.navigation import check_url, goto, has_entry, settle
 from ..tools.tabs import activate_tab, close_page, open_tab, page_title, tab_at, tab_entries
+from . import context_ops
+from .errors import PageError
 
 Operation = Callable[[BrowserSession, dict[str, Any]], Awaitable[Any]]
 
@@ -50,14 +52,6 @@ _FIND_TEXT_SCRIPT = """
 """
 
 _SCROLL_BY = {"down": (0, 1), "up": (0, -1), "right": (1, 0), "left": (-1, 0)}
-
-
-class PageError(Exception):
-    """An operation refused or failed for a reason the caller can act on, with its HTTP status."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 async def _where(page: Page) -> dict[str, Any]:
@@ -453,6 +447,7 @@ OPERATIONS: dict[str, Operation] = {
     "cookies_get": cookies_get,
     "cookies_set": cookies_set,
     "cookies_clear": cookies_clear,
+    **context_ops.OPERATIONS,
 }
 
 __all__ = ["OPERATIONS", "Operation", "PageError", "ToolError"]

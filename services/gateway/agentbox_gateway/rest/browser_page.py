@@ -1,7 +1,8 @@
-"""REST door of the page plane, as the agent-sandbox SDK's ``browser_page``, ``browser_tabs`` and
-``browser_cookies`` clients call it: ``/v1/browser/page/*``, ``/v1/browser/tabs[/{index}[/activate]]``,
-``/v1/browser/cookies``. Bodies are checked here (422), then the browser program runs the operation
-(see :mod:`..planes.browser.page`); its refusals keep their 4xx status, no browser program is 503."""
+"""REST door of the page plane, as the agent-sandbox SDK's ``browser_page``, ``browser_tabs``,
+``browser_cookies``, ``browser_network``, ``browser_state`` and ``browser_captcha`` clients call it:
+``/v1/browser/page/*``, ``/tabs[/{index}[/activate]]``, ``/cookies``, ``/network/*``, ``/state/*``,
+``/captcha/*``. Bodies are checked here (422), then the browser program runs the operation (see
+:mod:`..planes.browser.page`); its refusals keep their 4xx status, no browser program is 503."""
 
 from __future__ import annotations
 
@@ -128,6 +129,45 @@ class SetCookies(Body):
     cookies: list[dict[str, Any]] = Field(min_length=1)
 
 
+class Headers(Body):
+    headers: dict[str, str]
+
+
+class ScopedHeaders(Body):
+    origin: str = Field(min_length=1, description="scheme://host[:port]")
+    headers: dict[str, str]
+
+
+class MockResponse(Body):
+    status: int | None = Field(None, ge=100, le=599)
+    headers: dict[str, str] | None = None
+    body: str | None = None
+    content_type: str | None = None
+
+
+class AddRoute(Body):
+    url_pattern: str = Field(min_length=1, description="a Playwright glob, e.g. **/api/*")
+    response: MockResponse | None = None
+    abort: bool | None = None
+
+
+class RemoveRoute(Body):
+    url_pattern: str = Field(min_length=1)
+
+
+class SavePath(Body):
+    save_path: str = Field(min_length=1)
+
+
+class StatePath(Body):
+    path: str = Field(min_length=1)
+
+
+class CaptchaWait(Body):
+    timeout: float | None = Field(None, gt=0, le=600, description="seconds")
+    poll_interval: float | None = Field(None, gt=0, le=60, description="seconds")
+
+
 def _arguments(body: BaseModel | None) -> dict[str, Any]:
     return body.model_dump(exclude_none=True) if body is not None else {}
 
@@ -144,7 +184,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         except PageFailed as exc:
             raise RestError(exc.status, str(exc)) from exc
 
-    def post(path: str, operation: str, model: type[BaseModel] | None, summary: str) -> None:
+    def post(path: str, operation: str, model: type[BaseModel] | None, summary: str, method: str = "POST") -> None:
         if model is None:
 
             async def endpoint() -> dict[str, Any]:
@@ -156,9 +196,9 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
             # The body's model is chosen per route (annotations are strings here: set the class itself).
             endpoint.__annotations__ = {"body": model, "return": dict[str, Any]}
-        api.add_api_route(path, endpoint, methods=["POST"], summary=summary, name=f"page_{operation}")
+        api.add_api_route(path, endpoint, methods=[method], summary=summary, name=f"page_{operation}")
 
-    for path, operation, model, summary in (
+    for path, operation, model, summary, *method in (
         ("/page/navigate", "navigate", Navigate, "Navigate the current tab to a URL"),
         ("/page/back", "back", None, "Go back in the tab's history"),
         ("/page/forward", "forward", None, "Go forward in the tab's history"),
@@ -183,8 +223,16 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         ("/page/wait", "wait", Wait, "Wait for a selector, load state, URL, function, request, download…"),
         ("/tabs", "tabs_create", NewTab, "Open a tab (about:blank without url) and make it current"),
         ("/cookies", "cookies_set", SetCookies, "Set cookies (each with url, or domain and path)"),
+        ("/network/headers", "network_headers", Headers, "Extra HTTP headers for every request"),
+        ("/network/scoped_headers", "network_scoped_headers", ScopedHeaders, "Extra headers for one origin"),
+        ("/network/route", "network_route_add", AddRoute, "Mock (response) or abort matching requests"),
+        ("/network/route", "network_route_remove", RemoveRoute, "Remove a route added before", "DELETE"),
+        ("/network/export_har", "network_export_har", SavePath, "Write the request log as a HAR 1.2 file"),
+        ("/state/save", "state_save", StatePath, "Save cookies and localStorage to a JSON file"),
+        ("/state/load", "state_load", StatePath, "Load a saved state (cookies, localStorage)"),
+        ("/captcha/wait", "captcha_wait", CaptchaWait, "Wait until no CAPTCHA is shown (data.resolved)"),
     ):
-        post(path, operation, model, summary)
+        post(path, operation, model, summary, *method)
 
     @api.get(
         "/page/screenshot",
@@ -223,6 +271,19 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     async def page_console(clear: bool = Query(False)) -> dict[str, Any]:
         """``[{type, text, url, line, timestamp}]``: the latest console messages of every tab."""
         return ok(await run("console", {"clear": clear}))
+
+    @api.get("/network/requests")
+    async def network_requests(
+        filter: str | None = Query(None, description="substring or glob of the URL"),
+        limit: int | None = Query(None, ge=1, le=2000),
+    ) -> dict[str, Any]:
+        """``[{id, url, method, resource_type, status, mime_type, failure, started, duration_ms}]``."""
+        return ok(await run("network_requests", {"filter": filter, "limit": limit}))
+
+    @api.get("/captcha/detect")
+    async def captcha_detect() -> dict[str, Any]:
+        """``{detected, types, captchas}``: reCAPTCHA, hCaptcha, Turnstile frames or widgets shown."""
+        return ok(await run("captcha_detect", {}))
 
     @api.get("/tabs")
     async def tabs_list() -> dict[str, Any]:
