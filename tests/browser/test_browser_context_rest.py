@@ -6,19 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from agent_sandbox import AsyncSandbox, Sandbox
+from agent_sandbox.core.api_error import ApiError
 from agent_sandbox.types.captcha_wait_result import CaptchaWaitResult
+from agent_sandbox.types.restart_request import RestartRequest
 from agent_sandbox.types.route_response_model import RouteResponseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
+from tests.browser.conftest import BrowserProgram
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.chromium
@@ -162,3 +166,38 @@ def test_a_broken_state_file_is_400(gateway: str, tmp_path: Path) -> None:
     broken.write_text("{not json")
     response = httpx.post(f"{gateway}/v1/browser/state/load", json={"path": str(broken)}, timeout=30)
     assert response.status_code == 400 and response.json()["success"] is False
+
+
+def test_soft_restart_closes_tabs_and_applies_url_lists(client: Sandbox, site: str) -> None:
+    client.browser_tabs.create(url=f"{site}/plain")
+    client.browser_cookies.set_cookies(cookies=[{"name": "soft", "value": "kept", "url": site}])
+    answer = client.browser.restart(request=RestartRequest(mode="soft", url_blocklist=["*/headers*"]))
+    assert answer.data["tabs"] == 1 and answer.data["url"] == "about:blank"
+    assert len(client.browser_tabs.list().data) == 1
+    assert [c["name"] for c in client.browser_cookies.get_cookies(urls=site).data] == ["soft"]
+    with pytest.raises(ApiError) as blocked:
+        client.browser_page.navigate(url=f"{site}/headers")
+    assert blocked.value.status_code == 400 and "ERR_BLOCKED_BY_CLIENT" in blocked.value.body["message"]
+    time.sleep(0.5)  # Chromium shows its error page a moment later; a navigation meanwhile is interrupted
+    client.browser_page.navigate(url=f"{site}/plain")
+    client.browser.restart(request=RestartRequest(mode="soft"))  # lists cleared
+    client.browser_page.navigate(url=f"{site}/headers")
+    client.browser_cookies.clear_cookies()
+
+
+def test_hard_restart_is_a_fresh_browser_in_the_locale(client: Sandbox, browser: BrowserProgram, site: str) -> None:
+    client.browser_cookies.set_cookies(cookies=[{"name": "hard", "value": "gone", "url": site}])
+    before = browser.chromium_pids()
+    answer = client.browser.restart(request=RestartRequest(mode="hard", locale="fr-FR"))
+    assert answer.success is True and answer.data["mode"] == "hard"
+    assert browser.chromium_pids() != before
+    assert client.browser_cookies.get_cookies(urls=site).data == []
+    client.browser_page.navigate(url=f"{site}/plain")
+    assert client.browser_page.evaluate(expression="navigator.language").data["result"] == "fr-FR"
+
+
+def test_restart_refuses_bad_requests(gateway: str) -> None:
+    for body in ({"mode": "reboot"}, {"locale": "not a locale!"}):
+        assert httpx.post(f"{gateway}/v1/browser/restart", json=body, timeout=30).status_code == 422
+    soft_locale = httpx.post(f"{gateway}/v1/browser/restart", json={"mode": "soft", "locale": "de"}, timeout=30)
+    assert soft_locale.status_code == 400 and soft_locale.json()["success"] is False

@@ -93,6 +93,12 @@ class BrowserSession:
         assert self._context is not None
         return self._context
 
+    async def restart_browser(self, locale: str | None = None) -> None:
+        """A fresh Chromium (see :meth:`ChromiumSupervisor.restart`); the next call reconnects."""
+        async with self._lock:
+            await self._disconnect()
+        await self._supervisor.restart(locale)
+
     async def pages(self) -> list[Page]:
         return list((await self.context()).pages)
 

@@ -57,6 +57,9 @@ class ContextControls:
         self.context: BrowserContext | None = None
         self.scoped: dict[str, dict[str, str]] = {}
         self.routes: dict[str, Callable[[Route], Awaitable[None]]] = {}
+        #: URL globs refused (``browser/restart``'s ``url_blocklist``), and the only ones allowed if any.
+        self.blocked: list[str] = []
+        self.allowed: list[str] = []
 
     async def bind(self, session: BrowserSession) -> BrowserContext:
         """The session's context; after a reconnect (a new Chromium) the old routes are gone too."""
@@ -66,7 +69,17 @@ class ContextControls:
             await context.route("**/*", self._scoped_headers)
         return context
 
+    def refused(self, url: str) -> bool:
+        if not url.startswith(("http:", "https:", "ws:", "wss:")):
+            return False
+        if any(fnmatch.fnmatch(url, pattern) for pattern in self.blocked):
+            return True
+        return bool(self.allowed) and not any(fnmatch.fnmatch(url, pattern) for pattern in self.allowed)
+
     async def _scoped_headers(self, route: Route) -> None:
+        if self.refused(route.request.url):
+            await route.abort("blockedbyclient")
+            return
         extra = self.scoped.get(_origin(route.request.url))
         if extra:
             await route.fallback(headers={**route.request.headers, **extra})
@@ -266,7 +279,36 @@ async def wait_captcha(session: BrowserSession, args: dict[str, Any]) -> Any:
     return {"resolved": True}
 
 
+async def restart(session: BrowserSession, args: dict[str, Any]) -> Any:
+    """``hard`` (or a ``locale``): a fresh Chromium, nothing kept. ``soft``: every tab closed, one blank
+    tab left, cookies and storage kept. Then the URL block/allow lists (globs) apply to every request."""
+    mode = args.get("mode") or "soft"
+    if mode not in ("soft", "hard"):
+        raise PageError(400, "mode must be soft or hard")
+    if args.get("locale") is not None and mode != "hard":
+        raise PageError(400, "a locale needs mode hard (Chromium restarts in it)")
+    if mode == "hard":
+        await session.restart_browser(args.get("locale"))
+    else:
+        old = await session.pages()
+        await session.new_page()
+        for page in old:
+            await page.close()
+    await CONTROLS.bind(session)
+    CONTROLS.blocked = list(args.get("url_blocklist") or [])
+    CONTROLS.allowed = list(args.get("url_allowlist") or [])
+    page = await session.page()
+    return {
+        "mode": mode,
+        "tabs": len(await session.pages()),
+        "url": page.url,
+        "url_blocklist": CONTROLS.blocked,
+        "url_allowlist": CONTROLS.allowed,
+    }
+
+
 OPERATIONS: dict[str, Operation] = {
+    "restart": restart,
     "network_headers": set_headers,
     "network_scoped_headers": set_scoped_headers,
     "network_route_add": add_route,

@@ -168,6 +168,13 @@ class CaptchaWait(Body):
     poll_interval: float | None = Field(None, gt=0, le=60, description="seconds")
 
 
+class Restart(Body):
+    mode: Literal["soft", "hard"] | None = None
+    url_blocklist: list[str] | None = Field(None, description="URL globs refused")
+    url_allowlist: list[str] | None = Field(None, description="URL globs allowed (none: all)")
+    locale: str | None = Field(None, pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+
+
 def _arguments(body: BaseModel | None) -> dict[str, Any]:
     return body.model_dump(exclude_none=True) if body is not None else {}
 
@@ -271,6 +278,12 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     async def page_console(clear: bool = Query(False)) -> dict[str, Any]:
         """``[{type, text, url, line, timestamp}]``: the latest console messages of every tab."""
         return ok(await run("console", {"clear": clear}))
+
+    @api.post("/restart")
+    async def restart(body: Restart | None = None) -> dict[str, Any]:
+        """``soft`` (default): close every tab, one blank tab left, cookies kept; ``hard`` (or a
+        ``locale``): a fresh Chromium with a new profile. URL block/allow lists (globs) then apply."""
+        return ok(await run("restart", _arguments(body)))
 
     @api.get("/network/requests")
     async def network_requests(
