@@ -18,7 +18,6 @@ NOT_SANDBOX_ROUTES = {("GET", "/auth"), ("POST", "/tickets")}
 KNOWN_MISSING = {
     ("POST", "/v1/browser/page/record"),
     ("GET", "/v1/browser/proxy.pac"),
-    ("POST", "/v1/browser/restart"),
     ("POST", "/v1/display/record"),
     ("GET", "/v1/proxy/diagnose"),
     ("DELETE", "/v1/proxy/excludes"),
@@ -30,9 +29,6 @@ KNOWN_MISSING = {
     ("DELETE", "/v1/proxy/upstream"),
     ("GET", "/v1/proxy/upstream"),
     ("PUT", "/v1/proxy/upstream"),
-    ("GET", "/v1/sandbox/hooks"),
-    ("POST", "/v1/sandbox/hooks"),
-    ("DELETE", "/v1/sandbox/hooks/{}"),
 }
 
 _PARAMETER = re.compile(r"\{[^}]*\}")

@@ -40,6 +40,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
             try:
                 yield
             finally:
+                await planes.hooks.run("shutdown")  # while every plane still works
                 await upstreams.aclose()
                 await planes.aclose()
 

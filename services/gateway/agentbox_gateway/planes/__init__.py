@@ -14,6 +14,7 @@ from .convert import ConvertPlane
 from .editor import EditorPlane
 from .file_watch import FileWatchPlane
 from .files import FilePlane
+from .hooks import HookPlane
 from .preview import PreviewPlane
 from .shell import ShellPlane
 
@@ -30,6 +31,7 @@ class Planes:
     preview: PreviewPlane
     convert: ConvertPlane
     watch: FileWatchPlane
+    hooks: HookPlane
 
     @classmethod
     def create(cls, settings: GatewaySettings) -> Planes:
@@ -45,12 +47,13 @@ class Planes:
             preview=PreviewPlane(settings),
             convert=ConvertPlane(),
             watch=FileWatchPlane(settings.max_file_watchers),
+            hooks=HookPlane(settings.shutdown_hooks),
         )
 
     async def aclose(self) -> None:
         """Stop shells, interpreters and clients; each plane's ``aclose`` is idempotent."""
         for plane in (
             self.shell, self.code, self.files, self.editor, self.context, self.browser, self.page, self.preview,
-            self.convert, self.watch,
+            self.convert, self.watch, self.hooks,
         ):
             await plane.aclose()

@@ -7,7 +7,7 @@ from fastapi import FastAPI
 
 from ..planes import Planes
 from ..settings import GatewaySettings
-from . import browser, browser_page, code, file_watch, files, sandbox, shell, skills, util
+from . import browser, browser_page, code, file_watch, files, hooks, sandbox, shell, skills, util
 from .envelope import install_error_handlers
 
 
@@ -19,6 +19,6 @@ def build_rest_app(planes: Planes, settings: GatewaySettings) -> FastAPI:
         redoc_url=None,
     )
     install_error_handlers(app)
-    for module in (shell, code, files, sandbox, browser, browser_page, skills, util, file_watch):
+    for module in (shell, code, files, sandbox, browser, browser_page, skills, util, file_watch, hooks):
         app.include_router(module.router(planes, settings))
     return app
