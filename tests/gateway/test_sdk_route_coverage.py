@@ -16,9 +16,7 @@ NOT_SANDBOX_ROUTES = {("GET", "/auth"), ("POST", "/tickets")}
 
 #: SDK routes the gateway does not serve yet (issue 15). Remove a line when its route is built.
 KNOWN_MISSING = {
-    ("POST", "/v1/browser/page/record"),
     ("GET", "/v1/browser/proxy.pac"),
-    ("POST", "/v1/display/record"),
     ("GET", "/v1/proxy/diagnose"),
     ("DELETE", "/v1/proxy/excludes"),
     ("GET", "/v1/proxy/excludes"),

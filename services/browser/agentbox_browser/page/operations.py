@@ -24,7 +24,7 @@ from ..tools.elements import index_elements, locate
 from ..tools.interaction import ACTION_TIMEOUT_MS
 from ..tools.navigation import check_url, goto, has_entry, settle
 from ..tools.tabs import activate_tab, close_page, open_tab, page_title, tab_at, tab_entries
-from . import context_ops
+from . import context_ops, recording
 from .errors import PageError
 
 Operation = Callable[[BrowserSession, dict[str, Any]], Awaitable[Any]]
@@ -448,6 +448,7 @@ OPERATIONS: dict[str, Operation] = {
     "cookies_set": cookies_set,
     "cookies_clear": cookies_clear,
     **context_ops.OPERATIONS,
+    **recording.OPERATIONS,
 }
 
 __all__ = ["OPERATIONS", "Operation", "PageError", "ToolError"]

@@ -21,4 +21,5 @@ def build_rest_app(planes: Planes, settings: GatewaySettings) -> FastAPI:
     install_error_handlers(app)
     for module in (shell, code, files, sandbox, browser, browser_page, skills, util, file_watch, hooks):
         app.include_router(module.router(planes, settings))
+    app.include_router(browser_page.display_router(planes, settings))
     return app

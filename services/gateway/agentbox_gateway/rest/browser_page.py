@@ -175,21 +175,55 @@ class Restart(Body):
     locale: str | None = Field(None, pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 
 
+class Record(Body):
+    action: Literal["once", "start", "pause", "resume", "stop", "status"] | None = None
+    save_path: str | None = Field(None, min_length=1, description="the MP4 to write (default: in /tmp)")
+    duration: float | None = Field(None, gt=0, le=3600, description="seconds (once: default 5)")
+    fps: int | None = Field(None, ge=1, le=30)
+    quality: int | None = Field(None, ge=1, le=100, description="JPEG quality of the frames")
+
+
+class DisplayRecord(Body):
+    action: Literal["start", "stop", "status"]
+    save_path: str | None = Field(None, min_length=1)
+    fps: int | None = Field(None, ge=1, le=30)
+    crf: int | None = Field(None, ge=0, le=51, description="H.264 quality (lower: better, larger)")
+    max_duration: float | None = Field(None, gt=0, le=3600, description="seconds; stops by itself")
+    width: int | None = Field(None, ge=16, le=7680)
+    height: int | None = Field(None, ge=16, le=4320)
+
+
 def _arguments(body: BaseModel | None) -> dict[str, Any]:
     return body.model_dump(exclude_none=True) if body is not None else {}
 
 
+def display_router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+    """``POST /v1/display/record``: the display here is the browser's, recorded as a screencast."""
+    api = APIRouter(prefix="/v1/display", tags=["display"])
+
+    @api.post("/record")
+    async def display_record(body: DisplayRecord) -> dict[str, Any]:
+        """``start`` (``save_path``, ``fps``, ``crf``, ``max_duration``, ``width``, ``height``), ``stop``,
+        ``status``: ``{status: idle|recording|stopped, save_path, duration, file_size_bytes}``."""
+        return ok(await _forward(planes, "display_record", _arguments(body)))
+
+    return api
+
+
+async def _forward(planes: Planes, operation: str, arguments: dict[str, Any]) -> Any:
+    try:
+        return await planes.page.call(operation, arguments)
+    except BrowserUnavailable as exc:
+        raise RestError(503, "Browser unavailable: the browser program does not answer", hint=str(exc)) from exc
+    except PageFailed as exc:
+        raise RestError(exc.status, str(exc)) from exc
+
+
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
-    page = planes.page
     api = APIRouter(prefix="/v1/browser", tags=["browser page"])
 
     async def run(operation: str, arguments: dict[str, Any]) -> Any:
-        try:
-            return await page.call(operation, arguments)
-        except BrowserUnavailable as exc:
-            raise RestError(503, "Browser unavailable: the browser program does not answer", hint=str(exc)) from exc
-        except PageFailed as exc:
-            raise RestError(exc.status, str(exc)) from exc
+        return await _forward(planes, operation, arguments)
 
     def post(path: str, operation: str, model: type[BaseModel] | None, summary: str, method: str = "POST") -> None:
         if model is None:
@@ -278,6 +312,12 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     async def page_console(clear: bool = Query(False)) -> dict[str, Any]:
         """``[{type, text, url, line, timestamp}]``: the latest console messages of every tab."""
         return ok(await run("console", {"clear": clear}))
+
+    @api.post("/page/record")
+    async def page_record(body: Record | None = None) -> dict[str, Any]:
+        """A screencast of the current tab as an MP4 (ffmpeg): ``once`` (for ``duration`` s), or
+        ``start``/``pause``/``resume``/``stop``/``status``; ``{status, save_path, duration, file_size_bytes}``."""
+        return ok(await run("record", _arguments(body)))
 
     @api.post("/restart")
     async def restart(body: Restart | None = None) -> dict[str, Any]:
