@@ -23,7 +23,7 @@ from ..planes.file_watch import (
     WatchTimeout,
 )
 from ..settings import GatewaySettings
-from .envelope import RestError, ok
+from .envelope import answer_or_raise, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -72,16 +72,8 @@ def _events(events: list[WatchEvent], cursor: int) -> dict[str, Any]:
 
 
 async def _guarded(operation: Any) -> Any:
-    try:
-        return await operation
-    except WatchNotFound as exc:
-        raise RestError(404, str(exc)) from None
-    except WatchLimit as exc:
-        raise RestError(429, str(exc)) from None
-    except WatchTimeout as exc:
-        raise RestError(408, str(exc)) from None
-    except WatchError as exc:
-        raise RestError(400, str(exc)) from None
+    statuses = {WatchNotFound: 404, WatchLimit: 429, WatchTimeout: 408, WatchError: 400}
+    return await answer_or_raise(operation, statuses)
 
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:

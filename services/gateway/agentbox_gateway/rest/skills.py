@@ -21,7 +21,7 @@ from ..planes.skills import (
     skill_metadata,
 )
 from ..settings import GatewaySettings
-from .envelope import RestError, ok
+from .envelope import RestError, answer_or_raise, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -32,12 +32,7 @@ def _metadata(info: SkillInfo) -> dict[str, Any]:
 
 
 async def _guarded(operation: Any) -> Any:
-    try:
-        return await operation
-    except SkillNotFound as exc:
-        raise RestError(404, str(exc)) from None
-    except ContextError as exc:
-        raise RestError(400, str(exc)) from None
+    return await answer_or_raise(operation, {SkillNotFound: 404, ContextError: 400})
 
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
