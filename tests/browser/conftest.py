@@ -11,7 +11,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -21,6 +21,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
+from agentbox_gateway.app import build_app
+from agentbox_gateway.settings import GatewaySettings
 from tests.support.jsonrpc import rpc
 from tests.support.png import decode_png
 from tests.support.requirements import require_chromium
@@ -216,3 +218,12 @@ def png_size(data_base64: str) -> tuple[int, int]:
     """Width and height of a well-formed PNG (chunks and CRCs checked, image data inflated)."""
     png = decode_png(base64.b64decode(data_base64), rows=1)
     return png.width, png.height
+
+
+@pytest.fixture(scope="module")
+def gateway(browser: BrowserProgram, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real gateway whose page plane is this module's browser program."""
+    skills = tmp_path_factory.mktemp("skills")
+    settings = replace(GatewaySettings.from_env({}), skills_path=skills, browser_url=browser.base_url)
+    with serve_app(build_app(settings)) as url:
+        yield url

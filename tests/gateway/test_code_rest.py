@@ -107,7 +107,7 @@ def test_jupyter_sessions_round_trip(client: Sandbox) -> None:
 
 def test_jupyter_stateless_and_kernel_names(client: Sandbox) -> None:
     answer = client.jupyter.execute_code(code="print('hi')\n1 + 1")
-    assert answer.data.session_id is None
+    assert answer.data.session_id  # a kernel session is made and named, as AIO's (issue 15)
     assert [o.output_type for o in answer.data.outputs] == ["stream", "execute_result"]
     with pytest.raises(ApiError) as bad_kernel:
         client.jupyter.execute_code(code="1", kernel_name="julia-1.9")

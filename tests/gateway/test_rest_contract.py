@@ -156,7 +156,7 @@ PATHS = [
     ("/v1/shell/sessions", "/v1/shell/sessions"),
     ("/v1/jupyter/sessions", "/v1/jupyter/sessions"),
     ("/v1/nodejs/sessions", "/v1/nodejs/sessions"),
-    ("/v1/nodejs/sessions/some-id", "/v1/nodejs/sessions/{session_id}"),
+    ("/v1/jupyter/sessions/some-id", "/v1/jupyter/sessions/{session_id}"),
     ("/v1/shell/sessions/create", "/v1/shell/sessions/create"),
     ("/v1/shell/sessions/stats", "/v1/shell/sessions/stats"),
 ]

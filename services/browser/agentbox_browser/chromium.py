@@ -127,6 +127,8 @@ class ChromiumSupervisor:
         self.generation = 0
         #: Why Chromium is not ready, for the "browser unavailable" errors.
         self.problem = "chromium is starting"
+        #: ``--lang`` of the next start (set by :meth:`restart`), else Chromium's own default.
+        self.locale: str | None = None
 
     @property
     def ready(self) -> bool:
@@ -158,9 +160,29 @@ class ChromiumSupervisor:
         await self._reap()
         self.problem = "chromium is stopped"
 
+    async def restart(self, locale: str | None = None) -> None:
+        """Replace Chromium by a fresh one (new profile: no tabs, cookies or storage left), optionally in
+        another ``locale``; returns once the new one answers. The watcher does the starting."""
+        if locale is not None:
+            self.locale = locale
+        generation, process = self.generation, self._process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + START_TIMEOUT + MAX_BACKOFF
+        while not (self.ready and self.generation > generation):
+            if time.monotonic() > deadline:
+                raise ChromiumError(f"chromium did not come back: {self.problem}")
+            await asyncio.sleep(0.05)
+
     async def _launch(self) -> None:
         self._user_data_dir = tempfile.mkdtemp(prefix=f"{PROFILE_PREFIX}{os.getpid()}-")
         command = chromium_command(self._settings, self._user_data_dir)
+        environment = sandbox_environment()
+        if self.locale:
+            # Chromium on Linux takes its UI locale from the environment; --accept-lang sets navigator.languages.
+            command += [f"--lang={self.locale}", f"--accept-lang={self.locale}"]
+            environment["LANGUAGE"] = self.locale.replace("-", "_")
         self._stderr_tail.clear()
         try:
             self._process = await asyncio.create_subprocess_exec(
@@ -170,7 +192,7 @@ class ChromiumSupervisor:
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
-                env=sandbox_environment(),
+                env=environment,
             )
         except OSError as exc:
             await self._reap()

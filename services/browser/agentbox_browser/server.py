@@ -1,5 +1,6 @@
 """The browser program's HTTP face: a stateless MCP server (official SDK, low-level ``Server`` with
-explicit schemas) at ``POST /mcp`` and ``GET /health``. Chromium's supervisor and the Playwright
+explicit schemas) at ``POST /mcp``, the page plane's loopback door ``POST /page/{operation}`` (for the
+gateway's REST routes) and ``GET /health``. Chromium's supervisor and the Playwright
 connection live in the app's lifespan."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from starlette.routing import Route
 
 from . import __version__
 from .chromium import ChromiumSupervisor
+from .page.door import page_routes
 from .session import BrowserSession
 from .settings import BrowserSettings
 from .tools import browser_tools
@@ -58,7 +60,8 @@ def build_app(settings: BrowserSettings) -> Starlette:
     supervisor = ChromiumSupervisor(settings)
     session = BrowserSession(supervisor, settings)
     # A backstop only: navigations and scripts have their own AGENTBOX_NAV_TIMEOUT bound.
-    registry = ToolRegistry(browser_tools(), session, deadline=2 * settings.nav_timeout + 10)
+    deadline = 2 * settings.nav_timeout + 10
+    registry = ToolRegistry(browser_tools(), session, deadline=deadline)
     mcp_server = build_mcp_server(registry)
     # Bound to loopback, the SDK turns its DNS-rebinding protection (Host/Origin allowlists) on by itself.
     mcp_app = mcp_server.streamable_http_app(
@@ -79,4 +82,5 @@ def build_app(settings: BrowserSettings) -> Starlette:
             await session.aclose()
             await supervisor.stop()
 
-    return Starlette(routes=[Route("/health", health, methods=["GET"]), *mcp_app.routes], lifespan=lifespan)
+    routes = [Route("/health", health, methods=["GET"]), *page_routes(session, deadline), *mcp_app.routes]
+    return Starlette(routes=routes, lifespan=lifespan)

@@ -7,23 +7,27 @@ so the tools recover by themselves after a crash."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import re
+import time
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from playwright.async_api import Browser, BrowserContext, Page, Playwright, async_playwright
+from playwright.async_api import Browser, BrowserContext, ConsoleMessage, Page, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from .chromium import ChromiumSupervisor
+from .network_log import NetworkLog
 from .settings import BrowserSettings
 
 logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_MS = 10_000
+CONSOLE_LIMIT = 1000
 _API_PREFIX = re.compile(r"^[A-Za-z]+\.[A-Za-z]+: ")
 
 
@@ -59,6 +63,10 @@ class BrowserSession:
         self._background: set[asyncio.Task[None]] = set()
         self._watches: set[PageWatch] = set()
         self._lock = asyncio.Lock()
+        #: The latest console messages of every tab, oldest first, for ``/v1/browser/page/console``.
+        self.console: collections.deque[dict[str, Any]] = collections.deque(maxlen=CONSOLE_LIMIT)
+        #: The latest requests of every tab (``/v1/browser/network/requests`` and its HAR export).
+        self.network = NetworkLog()
 
     async def start(self) -> None:
         self._playwright = await async_playwright().start()
@@ -84,6 +92,12 @@ class BrowserSession:
             await self._connect()
         assert self._context is not None
         return self._context
+
+    async def restart_browser(self, locale: str | None = None) -> None:
+        """A fresh Chromium (see :meth:`ChromiumSupervisor.restart`); the next call reconnects."""
+        async with self._lock:
+            await self._disconnect()
+        await self._supervisor.restart(locale)
 
     async def pages(self) -> list[Page]:
         return list((await self.context()).pages)
@@ -138,6 +152,16 @@ class BrowserSession:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
+    def _on_console(self, message: ConsoleMessage) -> None:
+        location = message.location
+        self.console.append({
+            "type": message.type,
+            "text": message.text,
+            "url": location.get("url", ""),
+            "line": location.get("lineNumber", 0),
+            "timestamp": time.time(),
+        })
+
     async def _size_quietly(self, page: Page) -> None:
         with contextlib.suppress(PlaywrightError):
             await self._size(page)
@@ -160,6 +184,8 @@ class BrowserSession:
                 raise BrowserUnavailable(f"cannot connect to chromium over CDP: {first_line(exc)}") from exc
             context = browser.contexts[0]
             context.on("page", self._on_page)
+            context.on("console", self._on_console)
+            self.network.attach(context)
             # Playwright reports a popup only once its first navigation commits; Chromium says at once.
             targets = await browser.new_browser_cdp_session()
             targets.on("Target.targetCreated", self._on_target_created)

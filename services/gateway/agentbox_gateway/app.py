@@ -16,7 +16,7 @@ from .mcp_tools import builtin_tools
 from .mcp_tools.registry import ToolRegistry
 from .metrics import gateway_collector
 from .planes import Planes
-from .rest import build_rest_app
+from .rest import build_rest_app, mcp_servers
 from .security import ApiKeyGuard, HostGuard, OriginGuard
 from .settings import GatewaySettings
 from .tickets import TicketStore
@@ -41,10 +41,12 @@ def build_app(settings: GatewaySettings) -> Starlette:
             try:
                 yield
             finally:
+                await planes.hooks.run("shutdown")  # while every plane still works
                 await upstreams.aclose()
                 await planes.aclose()
 
     rest_app = build_rest_app(planes, settings)
+    rest_app.include_router(mcp_servers.router(registry, upstreams))
     routes = [
         Route("/health", health, methods=["GET"]),
         *mcp_routes,

@@ -38,6 +38,12 @@ class GatewaySettings:
     skills_path: Path = field(default_factory=lambda: Path.home() / "skills")
     #: ``AIO_CDP_URL``: Chromium's DevTools HTTP endpoint (loopback).
     cdp_url: str = "http://127.0.0.1:9222"
+    #: ``SANDBOX_SHUTDOWN_HOOKS``: hooks run at shutdown, a JSON list of ``{name, command, timeout, priority}``.
+    shutdown_hooks: str = ""
+    #: ``AIO_MAX_FILE_WATCHERS``: how many ``/v1/file/watch`` watchers may run at once (429 past it).
+    max_file_watchers: int = 128
+    #: ``AGENTBOX_BROWSER_URL``: the browser program (page plane for ``/v1/browser/page|tabs|cookies``).
+    browser_url: str = "http://127.0.0.1:8100"
     #: ``AIO_PROXY_TIMEOUT``: the most an app behind ``/proxy/{port}/`` may take to answer (seconds).
     proxy_timeout: float = 60.0
     #: ``AGENTBOX_METRICS``, ``AGENTBOX_ACCESS_LOG``: ``/metrics`` and the access log.
@@ -60,6 +66,9 @@ class GatewaySettings:
             "upstream_call_timeout": env_float("AIO_MCP_CALL_TIMEOUT", 300.0, source, minimum=0.05),
             "skills_path": Path(env_str("AIO_SKILLS_PATH", str(Path.home() / "skills"), source)),
             "cdp_url": env_str("AIO_CDP_URL", "http://127.0.0.1:9222", source).rstrip("/"),
+            "shutdown_hooks": env_str("SANDBOX_SHUTDOWN_HOOKS", "", source),
+            "max_file_watchers": env_int("AIO_MAX_FILE_WATCHERS", 128, source, minimum=1),
+            "browser_url": env_str("AGENTBOX_BROWSER_URL", "http://127.0.0.1:8100", source).rstrip("/"),
             "proxy_timeout": env_float("AIO_PROXY_TIMEOUT", 60.0, source, minimum=0.05),
             "observability": ObservabilitySettings.from_env(source),
             "max_upload_bytes": env_int("AIO_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES, source, minimum=1),

@@ -11,6 +11,7 @@ from typing import Any
 from markdownify import markdownify
 from mcp import types
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
 
 from ..session import BrowserSession, first_line
 from .base import Arguments, BrowserTool, ToolError, schema, text_result
@@ -65,9 +66,7 @@ LINKS_OUTPUT = {
 
 
 async def get_text(session: BrowserSession, args: Arguments) -> types.CallToolResult:
-    page = await session.page()
-    text = await page.evaluate("() => (document.body || document.documentElement)?.innerText ?? ''")
-    return text_result(text)
+    return text_result(await page_text(await session.page()))
 
 
 def to_markdown(title: str, html: str) -> str:
@@ -76,12 +75,19 @@ def to_markdown(title: str, html: str) -> str:
     return f"{title}\n{body}" if title else body
 
 
-async def get_markdown(session: BrowserSession, args: Arguments) -> types.CallToolResult:
-    page = await session.page()
+async def page_markdown(page: Page) -> str:
+    """The page's visible content as Markdown, title first."""
     visible = await page.evaluate(_VISIBLE_HTML_SCRIPT)
     # BeautifulSoup parsing is CPU work: keep it off the event loop so other calls stay fast.
-    markdown = await asyncio.to_thread(to_markdown, visible["title"], visible["html"])
-    return text_result(markdown)
+    return await asyncio.to_thread(to_markdown, visible["title"], visible["html"])
+
+
+async def page_text(page: Page) -> str:
+    return await page.evaluate("() => (document.body || document.documentElement)?.innerText ?? ''")
+
+
+async def get_markdown(session: BrowserSession, args: Arguments) -> types.CallToolResult:
+    return text_result(await page_markdown(await session.page()))
 
 
 async def read_links(session: BrowserSession, args: Arguments) -> types.CallToolResult:

@@ -10,6 +10,10 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from .base import ToolError
 
+
+class ElementNotFound(ToolError):
+    """No element has that index or matches that selector (the REST door answers 404)."""
+
 INDEX_ATTRIBUTE = "data-agentbox-index"
 #: How long a CSS selector may take to appear before "no element matches" (milliseconds).
 SELECTOR_WAIT_MS = 5_000
@@ -98,7 +102,7 @@ async def locate(page: Page, index: int | None = None, selector: str | None = No
     if index is not None:
         locator = page.locator(f'[{INDEX_ATTRIBUTE}="{int(index)}"]')
         if await locator.count() == 0:
-            raise ToolError(
+            raise ElementNotFound(
                 f"no element with index {int(index)} on the current page; "
                 "call browser_get_clickable_elements to get fresh indexes"
             )
@@ -108,7 +112,7 @@ async def locate(page: Page, index: int | None = None, selector: str | None = No
         try:
             await locator.wait_for(state="attached", timeout=SELECTOR_WAIT_MS)
         except PlaywrightTimeoutError:
-            raise ToolError(f"no element matches selector {selector!r}") from None
+            raise ElementNotFound(f"no element matches selector {selector!r}") from None
         return locator
     raise ToolError("either index or selector is required")
 

@@ -74,7 +74,7 @@ async def navigate(session: BrowserSession, args: Arguments) -> types.CallToolRe
     )
 
 
-async def _has_entry(page: Page, step: int) -> bool:
+async def has_entry(page: Page, step: int) -> bool:
     """Whether the tab's history has an entry ``step`` away from the current one."""
     cdp = await page.context.new_cdp_session(page)
     try:
@@ -86,7 +86,7 @@ async def _has_entry(page: Page, step: int) -> bool:
 
 async def _history(session: BrowserSession, direction: str) -> types.CallToolResult:
     page = await session.page()
-    if not await _has_entry(page, -1 if direction == "back" else 1):
+    if not await has_entry(page, -1 if direction == "back" else 1):
         raise ToolError(
             f"cannot go {direction}: there is no {'previous' if direction == 'back' else 'next'} "
             "page in this tab's history"

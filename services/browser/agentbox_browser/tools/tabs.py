@@ -35,23 +35,23 @@ TAB_LIST_OUTPUT = {
 }
 
 
-async def _title(page: Page) -> str:
+async def page_title(page: Page) -> str:
     try:
         return await page.title()
     except PlaywrightError:  # a page that is navigating or closing has no title to give
         return ""
 
 
-async def _tabs(session: BrowserSession) -> list[dict[str, object]]:
+async def tab_entries(session: BrowserSession) -> list[dict[str, object]]:
     current = await session.page()
     return [
-        {"index": index, "active": page is current, "title": await _title(page), "url": page.url}
+        {"index": index, "active": page is current, "title": await page_title(page), "url": page.url}
         for index, page in enumerate(await session.pages())
     ]
 
 
-async def new_tab(session: BrowserSession, args: Arguments) -> types.CallToolResult:
-    url = check_url(args["url"])
+async def open_tab(session: BrowserSession, url: str) -> Page:
+    """A new tab showing ``url``, made current; a tab that cannot load it is closed again."""
     previous = await session.page()
     page = await session.new_page()
     try:
@@ -64,44 +64,63 @@ async def new_tab(session: BrowserSession, args: Arguments) -> types.CallToolRes
         raise
     await page.bring_to_front()
     session.set_current(page)
+    return page
+
+
+async def new_tab(session: BrowserSession, args: Arguments) -> types.CallToolResult:
+    page = await open_tab(session, check_url(args["url"]))
     index = (await session.pages()).index(page)
     return text_result(f"Opened new tab [{index}] with URL: {page.url}")
 
 
 async def tab_list(session: BrowserSession, args: Arguments) -> types.CallToolResult:
-    tabs = await _tabs(session)
+    tabs = await tab_entries(session)
     current = next(tab for tab in tabs if tab["active"])
     lines = [f"[{tab['index']}] Title: {tab['title']} (URL: {tab['url']})" for tab in tabs]
     text = f"Current Tab: [{current['index']}] {current['title']}\nAll Tabs: \n" + "\n".join(lines)
     return text_result(text, structured={"tabList": tabs})
 
 
-async def switch_tab(session: BrowserSession, args: Arguments) -> types.CallToolResult:
-    index = int(args["index"])
+async def tab_at(session: BrowserSession, index: int) -> Page:
     pages = await session.pages()
     if not 0 <= index < len(pages):
         raise ToolError(
             f"Invalid tab index: {index} (there {'is' if len(pages) == 1 else 'are'} "
             f"{len(pages)} tab{'' if len(pages) == 1 else 's'}, numbered from 0)"
         )
-    page = pages[index]
+    return pages[index]
+
+
+async def activate_tab(session: BrowserSession, index: int) -> Page:
+    page = await tab_at(session, index)
     await page.bring_to_front()
     session.set_current(page)
-    return text_result(f"Switched to tab [{index}] {await _title(page)} ({page.url})")
+    return page
+
+
+async def switch_tab(session: BrowserSession, args: Arguments) -> types.CallToolResult:
+    index = int(args["index"])
+    page = await activate_tab(session, index)
+    return text_result(f"Switched to tab [{index}] {await page_title(page)} ({page.url})")
+
+
+async def close_page(session: BrowserSession, page: Page) -> Page:
+    """Close ``page``; the last remaining tab becomes current (a blank one when none is left)."""
+    if len(await session.pages()) == 1:
+        # Keep one tab open, so the browser always has a page to act on.
+        await session.new_page()
+    await page.close()
+    current = (await session.pages())[-1]
+    session.set_current(current)
+    await current.bring_to_front()
+    return current
 
 
 async def close_tab(session: BrowserSession, args: Arguments) -> types.CallToolResult:
     page = await session.page()
-    pages = await session.pages()
-    index = pages.index(page)
-    if len(pages) == 1:
-        # Keep one tab open, so the browser always has a page to act on.
-        await session.new_page()
-    await page.close()
+    index = (await session.pages()).index(page)
+    current = await close_page(session, page)
     remaining = await session.pages()
-    current = remaining[-1]
-    session.set_current(current)
-    await current.bring_to_front()
     return text_result(f"Closed tab [{index}]; current tab is now [{len(remaining) - 1}] ({current.url})")
 
 

@@ -7,10 +7,14 @@ from dataclasses import dataclass
 
 from ..settings import GatewaySettings
 from .browser import BrowserPlane
+from .browser.page import PagePlane
 from .code import CodePlane
 from .context import ContextPlane
+from .convert import ConvertPlane
 from .editor import EditorPlane
+from .file_watch import FileWatchPlane
 from .files import FilePlane
+from .hooks import HookPlane
 from .preview import PreviewPlane
 from .shell import ShellPlane
 
@@ -23,7 +27,11 @@ class Planes:
     editor: EditorPlane
     context: ContextPlane
     browser: BrowserPlane
+    page: PagePlane
     preview: PreviewPlane
+    convert: ConvertPlane
+    watch: FileWatchPlane
+    hooks: HookPlane
 
     @classmethod
     def create(cls, settings: GatewaySettings) -> Planes:
@@ -35,10 +43,17 @@ class Planes:
             editor=EditorPlane(files),
             context=ContextPlane(settings),
             browser=BrowserPlane(settings),
+            page=PagePlane(settings.browser_url, timeout=settings.upstream_call_timeout),
             preview=PreviewPlane(settings),
+            convert=ConvertPlane(),
+            watch=FileWatchPlane(settings.max_file_watchers),
+            hooks=HookPlane(settings.shutdown_hooks),
         )
 
     async def aclose(self) -> None:
         """Stop shells, interpreters and clients; each plane's ``aclose`` is idempotent."""
-        for plane in (self.shell, self.code, self.files, self.editor, self.context, self.browser, self.preview):
+        for plane in (
+            self.shell, self.code, self.files, self.editor, self.context, self.browser, self.page, self.preview,
+            self.convert, self.watch, self.hooks,
+        ):
             await plane.aclose()

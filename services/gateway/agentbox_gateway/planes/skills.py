@@ -1,9 +1,16 @@
 """Skills: SKILL.md folders under the skills directory, listed by name and description or loaded
-whole. Files are read in a worker thread, and only the first megabyte of each."""
+whole, registered from an archive or a folder, described by their front matter, removed. Files are
+read in a worker thread, and only the first megabyte of each SKILL.md."""
 
 from __future__ import annotations
 
+import io
 import re
+import shutil
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +90,168 @@ async def load_skill(root: Path, name: str | None = None) -> str:
     if "/" in name or "\\" in name or "\x00" in name or name.startswith(".") or name != name.strip():
         raise ContextError(f"Invalid skill name: {name} (a folder name under the skills directory)")
     return await anyio.to_thread.run_sync(_load_skill, root, name)
+
+
+# --- the skills registry: register (archive or folder), metadata, content, delete, clear ----------
+
+#: The most an uploaded skills archive may unpack to, and how many files it may hold.
+ARCHIVE_MAX_BYTES = 256 * 1024 * 1024
+ARCHIVE_MAX_FILES = 10_000
+
+
+class InvalidSkill(ContextError):
+    """A skill, archive or name that cannot be registered; nothing was changed."""
+
+
+@dataclass(frozen=True)
+class SkillInfo:
+    name: str
+    path: str
+    #: SKILL.md's front matter.
+    metadata: dict[str, Any]
+    #: SKILL.md's body (front matter removed).
+    content: str = ""
+
+
+def check_name(name: str) -> str:
+    if not name or "/" in name or "\\" in name or "\x00" in name or name.startswith(".") or name != name.strip():
+        raise InvalidSkill(f"Invalid skill name: {name!r} (a folder name under the skills directory)")
+    return name
+
+
+def _info(folder: Path) -> SkillInfo:
+    try:
+        front, body = _split_front_matter(_read_skill_file(folder / SKILL_FILE))
+    except OSError:
+        raise SkillNotFound(f"Skill not found: {folder.name}") from None
+    return SkillInfo(folder.name, str(folder.resolve()), front, body.lstrip("\n"))
+
+
+def _skill_folders(source: Path) -> list[Path]:
+    """``source`` itself when it holds a SKILL.md, else its sub-folders that do."""
+    if (source / SKILL_FILE).is_file():
+        return [source]
+    return sorted(f for f in source.iterdir() if not f.name.startswith(".") and (f / SKILL_FILE).is_file())
+
+
+def _install(root: Path, source: Path, name: str | None, fallback: str | None) -> list[SkillInfo]:
+    """Copy the skill folder(s) of ``source`` into ``root``. A skill at the top of ``source`` is named
+    ``name``, else its front matter's ``name``, else ``fallback``."""
+    folders = _skill_folders(source)
+    if not folders:
+        raise InvalidSkill(f"no {SKILL_FILE} found (at the top or one folder down)")
+    if name is not None and len(folders) > 1:
+        raise InvalidSkill(f"a name can only be given for one skill; found {len(folders)}")
+    targets: list[tuple[Path, str]] = []
+    for folder in folders:
+        front, _ = _split_front_matter(_read_skill_file(folder / SKILL_FILE))
+        if folder != source:
+            chosen = name or folder.name
+        else:
+            chosen = name or (front["name"] if isinstance(front.get("name"), str) else fallback)
+            if not chosen:
+                raise InvalidSkill("the skill has no name: give one (name), or a `name:` in its front matter")
+        check_name(chosen)
+        targets.append((folder, chosen))
+    root.mkdir(parents=True, exist_ok=True)
+    installed = []
+    for folder, chosen in targets:
+        destination = root / chosen
+        if destination.resolve() == folder.resolve():  # already in place
+            installed.append(_info(destination))
+            continue
+        staging = Path(tempfile.mkdtemp(prefix=f".{chosen}-", dir=root))
+        shutil.copytree(folder, staging / "skill", symlinks=True)
+        if destination.exists():
+            shutil.rmtree(destination)
+        (staging / "skill").rename(destination)
+        staging.rmdir()
+        installed.append(_info(destination))
+    return installed
+
+
+def _unpack(data: bytes, into: Path) -> None:
+    """A zip or tar(.gz/.bz2/.xz) archive, refusing links out, absolute or ``..`` paths and bombs."""
+    buffer = io.BytesIO(data)
+    if zipfile.is_zipfile(buffer):
+        with zipfile.ZipFile(buffer) as archive:
+            members = archive.infolist()
+            if len(members) > ARCHIVE_MAX_FILES or sum(m.file_size for m in members) > ARCHIVE_MAX_BYTES:
+                raise InvalidSkill("the archive is too large")
+            for member in members:
+                target = (into / member.filename).resolve()
+                if not target.is_relative_to(into.resolve()) or (member.external_attr >> 16) & 0o170000 == 0o120000:
+                    raise InvalidSkill(f"unsafe path in the archive: {member.filename}")
+            archive.extractall(into)
+        return
+    buffer.seek(0)
+    try:
+        with tarfile.open(fileobj=buffer) as archive:
+            members = archive.getmembers()
+            if len(members) > ARCHIVE_MAX_FILES or sum(m.size for m in members) > ARCHIVE_MAX_BYTES:
+                raise InvalidSkill("the archive is too large")
+            archive.extractall(into, filter="data")
+    except (tarfile.TarError, OSError) as exc:
+        raise InvalidSkill(f"not a zip or tar archive, or an unsafe one ({exc})") from None
+
+
+def _register(root: Path, data: bytes | None, path: str | None, name: str | None) -> list[SkillInfo]:
+    if name is not None:
+        check_name(name)
+    if data:
+        with tempfile.TemporaryDirectory(prefix="skill-upload-") as scratch:
+            _unpack(data, Path(scratch))
+            source, fallback = Path(scratch), None
+            entries = [e for e in source.iterdir() if not e.name.startswith(".")]
+            if not (source / SKILL_FILE).is_file() and len(entries) == 1 and entries[0].is_dir():
+                source, fallback = entries[0], entries[0].name  # an archive of one folder
+            return _install(root, source, name, fallback)
+    if not path:
+        raise InvalidSkill("give an archive (file) or a folder path")
+    source = Path(path)
+    if not source.is_dir():
+        raise SkillNotFound(f"no such folder: {path}")
+    return _install(root, source, name, source.resolve().name)
+
+
+async def register_skills(root: Path, data: bytes | None, path: str | None, name: str | None) -> list[SkillInfo]:
+    """Install the skill(s) of an archive or a folder under ``root`` (replacing same-named ones)."""
+    return await anyio.to_thread.run_sync(_register, root, data, path, name)
+
+
+def _metadata(root: Path, names: list[str] | None) -> list[SkillInfo]:
+    if names:
+        return [_info(root / check_name(name)) for name in names]
+    return [_info(root / name) for name, _ in _list_skills(root)]
+
+
+async def skill_metadata(root: Path, names: list[str] | None = None) -> list[SkillInfo]:
+    """Every skill (or the named ones: :class:`SkillNotFound` for one that is not there)."""
+    return await anyio.to_thread.run_sync(_metadata, root, names)
+
+
+async def skill_content(root: Path, name: str) -> SkillInfo:
+    return await anyio.to_thread.run_sync(_info, root / check_name(name))
+
+
+def _delete(root: Path, name: str) -> SkillInfo:
+    info = _info(root / check_name(name))
+    shutil.rmtree(root / name)
+    return info
+
+
+async def delete_skill(root: Path, name: str) -> SkillInfo:
+    return await anyio.to_thread.run_sync(_delete, root, name)
+
+
+def _clear(root: Path) -> list[str]:
+    removed = []
+    for name, _ in _list_skills(root):
+        shutil.rmtree(root / name)
+        removed.append(name)
+    return removed
+
+
+async def clear_skills(root: Path) -> list[str]:
+    """Remove every skill folder (a SKILL.md folder) under ``root``; other files stay."""
+    return await anyio.to_thread.run_sync(_clear, root)

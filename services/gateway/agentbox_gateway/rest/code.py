@@ -85,6 +85,11 @@ class NodeJsCreateSessionRequest(StrictBody):
     max_idle_time: float | None = Field(None, gt=0, le=MAX_IDLE_TIME, description="seconds")
 
 
+class NodeJsUpdateSessionRequest(StrictBody):
+    cwd: str | None = None
+    max_idle_time: float | None = None  # seconds
+
+
 @contextlib.contextmanager
 def _plane_errors() -> Iterator[None]:
     try:
@@ -183,8 +188,9 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     async def jupyter_execute(body: JupyterExecuteRequest) -> dict[str, Any]:
         with _plane_errors():
             kernel_name = await kernel(body.kernel_name)
+            # Stateful as a Jupyter kernel is: without a session_id a session is made, and its id answered.
             execution = await plane.execute("python", body.code, timeout=body.timeout, cwd=body.cwd,
-                                            session_id=body.session_id)
+                                            session_id=body.session_id, stateful=True)
         data = {
             "kernel_name": kernel_name,
             "session_id": execution.session_id,
@@ -299,6 +305,13 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         with _plane_errors():
             info = await plane.get_session(session_id, "javascript")
         return ok({"session": _node_session(info)})
+
+    @api.patch("/v1/nodejs/sessions/{session_id}")
+    async def nodejs_update_session(session_id: str, body: NodeJsUpdateSessionRequest) -> dict[str, Any]:
+        """Change the session's ``max_idle_time`` and/or ``cwd``; ``{updated, session}``."""
+        with _plane_errors():
+            info = await plane.update_session(session_id, "javascript", cwd=body.cwd, max_idle=body.max_idle_time)
+        return ok({"updated": True, "session": _node_session(info)}, "Session updated")
 
     @api.delete("/v1/nodejs/sessions/{session_id}")
     async def nodejs_delete_session(session_id: str) -> dict[str, Any]:

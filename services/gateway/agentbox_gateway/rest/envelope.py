@@ -4,6 +4,7 @@ OpenAPI description of the error answers (so ``/v1/openapi.json`` documents ever
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Mapping
 from typing import Any, Generic, TypeVar
 
 from fastapi import FastAPI, Request
@@ -71,6 +72,16 @@ class RestError(Exception):
         self.message = message
         self.hint = hint
         self.data = data
+
+
+async def answer_or_raise(operation: Awaitable[T], statuses: Mapping[type[Exception], int]) -> T:
+    """``operation``'s result; a plane error of a listed type becomes :class:`RestError` with its status
+    (the first matching type wins: list subclasses before their bases)."""
+    try:
+        return await operation
+    except tuple(statuses) as exc:
+        status = next(code for kind, code in statuses.items() if isinstance(exc, kind))
+        raise RestError(status, str(exc)) from None
 
 
 def install_error_handlers(app: FastAPI) -> None:

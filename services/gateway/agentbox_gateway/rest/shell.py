@@ -222,7 +222,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     async def shell_exec(body: ShellExecRequest) -> dict[str, Any]:
         with _errors():
             if body.id:
-                session = await shell.session(body.id)
+                session = await shell.session_or_create(body.id, preserve_symlinks=bool(body.preserve_symlinks))
             else:
                 session = await shell.create_session(auto=True, preserve_symlinks=bool(body.preserve_symlinks))
             cwd = body.exec_dir

@@ -78,6 +78,11 @@ class UpstreamRouter:
         """Whether any upstream is registered."""
         return bool(self._clients)
 
+    @property
+    def names(self) -> list[str]:
+        """The registered upstreams' names, in registration order."""
+        return [client.name for client in self._clients]
+
     @classmethod
     def from_config(cls, settings: GatewaySettings) -> UpstreamRouter:
         return cls(

@@ -164,6 +164,8 @@ class _Session:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: The last answer already said the interpreter is gone (so its restart needs no new notice).
     loss_reported: bool = False
+    #: Made implicitly (stateful execution without a session id): the first to go when sessions run out.
+    auto: bool = False
 
     def info(self) -> SessionInfo:
         state = "EXECUTING" if self.lock.locked() else "IDLE"
@@ -312,7 +314,7 @@ class CodePlane:
             if session.language != language:
                 raise InvalidRequest(f"session {session_id!r} runs {session.language}, not {language}")
             return session
-        info, _ = await self.create_session(language, session_id, cwd=cwd)
+        info, _ = await self.create_session(language, session_id, cwd=cwd, auto=session_id is None)
         return self._sessions[info.session_id]
 
     async def _run_in_session(self, session: _Session, code: str, seconds: float, cwd: str | None) -> Execution:
@@ -354,8 +356,10 @@ class CodePlane:
         *,
         cwd: str | None = None,
         max_idle: float | None = None,
+        auto: bool = False,
     ) -> tuple[SessionInfo, bool]:
-        """Start a REPL; returns its info and whether it was created (False: the id already exists)."""
+        """Start a REPL; returns its info and whether it was created (False: the id already exists).
+        At the session limit the least recently used idle implicit (``auto``) session makes room."""
         name = normalize_language(language)
         directory = self._directory(cwd) or self.default_cwd
         if max_idle is not None and max_idle <= 0:
@@ -370,10 +374,12 @@ class CodePlane:
                     raise InvalidRequest(f"session {session_id!r} runs {existing.language}, not {name}")
                 return existing.info(), False
         if len(self._sessions) >= self.max_sessions:
+            await self._evict_one_auto()
+        if len(self._sessions) >= self.max_sessions:
             raise SessionLimitReached(
                 f"session limit reached: {self.max_sessions} sessions are open; delete one to start another"
             )
-        session = _Session(session_id or str(uuid.uuid4()), name, directory, max_idle or SESSION_IDLE[name])
+        session = _Session(session_id or str(uuid.uuid4()), name, directory, max_idle or SESSION_IDLE[name], auto=auto)
         self._sessions[session.id] = session  # holds the slot while the interpreter starts
         try:
             session.worker = await self._spawn(name, "inline", directory)
@@ -381,6 +387,13 @@ class CodePlane:
             self._sessions.pop(session.id, None)
             raise
         return session.info(), True
+
+    async def _evict_one_auto(self) -> None:
+        idle = [s for s in self._sessions.values() if s.auto and not s.lock.locked()]
+        if idle:
+            oldest = min(idle, key=lambda s: s.last_used)
+            self._sessions.pop(oldest.id, None)
+            await _close_session(oldest)
 
     @property
     def session_count(self) -> int:
@@ -394,6 +407,28 @@ class CodePlane:
     async def get_session(self, session_id: str, language: str | None = None) -> SessionInfo:
         await self._expire_sessions()
         return self._find(session_id, language).info()
+
+    async def update_session(
+        self,
+        session_id: str,
+        language: str | None = None,
+        *,
+        cwd: str | None = None,
+        max_idle: float | None = None,
+    ) -> SessionInfo:
+        """Change a session's idle limit and/or working directory (its live interpreter moves there)."""
+        session = self._find(session_id, language)
+        if max_idle is not None and max_idle <= 0:
+            raise InvalidRequest("max_idle_time must be a positive number of seconds")
+        directory = self._directory(cwd)
+        if directory is not None:
+            async with session.lock:
+                if session.worker is not None and session.worker.alive:
+                    await session.worker.run({"code": "", "cwd": directory}, 10.0)
+                session.cwd = directory
+        if max_idle is not None:
+            session.max_idle = max_idle
+        return session.info()
 
     async def delete_session(self, session_id: str, language: str | None = None) -> None:
         session = self._find(session_id, language)

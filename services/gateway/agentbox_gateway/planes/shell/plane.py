@@ -77,6 +77,18 @@ class ShellPlane:
             raise SessionNotFound(f"unknown shell session: {session_id}")
         return session
 
+    async def session_or_create(self, session_id: str, *, preserve_symlinks: bool = False) -> ShellSession:
+        """The session ``session_id``, made (auto: evictable) when there is none yet, as AIO's
+        ``/v1/shell/exec`` does with a new ``id``."""
+        try:
+            return await self.session(session_id)
+        except SessionNotFound:
+            pass
+        try:
+            return await self.create_session(session_id, auto=True, preserve_symlinks=preserve_symlinks)
+        except SessionExists:  # made meanwhile by a concurrent call
+            return await self.session(session_id)
+
     def sessions(self) -> list[ShellSession]:
         return list(self._sessions.values())
 

@@ -1,0 +1,51 @@
+"""The page plane as the gateway reaches it: the browser program runs Playwright and owns the page
+operations (shared with its MCP page tools); this client calls them over its loopback page door
+(``POST <AGENTBOX_BROWSER_URL>/page/{operation}``), as the gateway already calls that program's
+``/mcp`` for the aggregated page tools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from .errors import BrowserUnavailable
+
+
+class PageFailed(Exception):
+    """The browser program refused or failed the operation; ``status`` is the HTTP status to answer."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class PagePlane:
+    def __init__(self, browser_url: str, timeout: float) -> None:
+        self.browser_url = browser_url.rstrip("/")
+        self._http = httpx.AsyncClient(
+            base_url=self.browser_url, timeout=httpx.Timeout(timeout, connect=3.0), trust_env=False
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def call(self, operation: str, arguments: dict[str, Any] | None = None) -> Any:
+        """The operation's data; :class:`PageFailed` or :class:`BrowserUnavailable` otherwise."""
+        try:
+            response = await self._http.post(f"/page/{operation}", json=arguments or {})
+        except httpx.HTTPError as exc:
+            raise BrowserUnavailable(
+                f"the browser program at {self.browser_url} did not answer ({type(exc).__name__})"
+            ) from exc
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or ("data" not in body and "error" not in body):
+            raise BrowserUnavailable(
+                f"the browser program at {self.browser_url} has no page door (HTTP {response.status_code})"
+            )
+        if response.status_code != 200:
+            raise PageFailed(response.status_code, str(body.get("error", "")))
+        return body["data"]

@@ -1,0 +1,131 @@
+"""REST door of the file watchers, as the agent-sandbox SDK's ``file.watch_*`` calls it:
+``POST /v1/file/watch`` (start), ``GET /v1/file/watch`` (list), ``GET /v1/file/watch/{id}/events``
+(every kept event), ``POST /v1/file/watch/{id}/poll`` (events after a cursor, optionally waiting),
+``DELETE /v1/file/watch/{id}`` (stop), ``POST /v1/file/watch/wait`` (one event on one path).
+Events are ``{seq, type (create/write/remove), path, time}``; ``cursor`` is the last ``seq`` seen."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any, Literal
+
+from fastapi import APIRouter
+from pydantic import ConfigDict, Field
+
+from ..planes.file_watch import (
+    MAX_WAIT_SECONDS,
+    Watcher,
+    WatchError,
+    WatchEvent,
+    WatchLimit,
+    WatchNotFound,
+    WatchOptions,
+    WatchTimeout,
+)
+from ..settings import GatewaySettings
+from .bodies import StrictBody
+from .envelope import answer_or_raise, ok
+
+if TYPE_CHECKING:
+    from ..planes import Planes
+
+
+class WatchCreate(StrictBody):
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(min_length=1, description="absolute directory to watch")
+    recursive: bool | None = None
+    exclude: list[str] | None = Field(None, description="names or glob patterns to ignore")
+    debounce: int | None = Field(None, ge=1, le=10_000, description="milliseconds")
+    include_patterns: list[str] | None = Field(None, description="glob patterns; none: every file")
+
+
+class WatchPoll(StrictBody):
+    model_config = ConfigDict(extra="forbid")
+    since: int | None = Field(None, ge=0, description="the cursor of the last poll")
+    limit: int | None = Field(None, ge=1, le=10_000)
+    timeout: int | None = Field(None, ge=0, le=MAX_WAIT_SECONDS, description="seconds to wait for an event")
+
+
+class WatchWait(StrictBody):
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(min_length=1, description="the exact file to wait on")
+    timeout: int | None = Field(None, ge=1, le=MAX_WAIT_SECONDS)
+    event_types: list[Literal["create", "write", "remove", "rename", "chmod"]] | None = None
+
+
+def _watcher(watcher: Watcher) -> dict[str, Any]:
+    options = watcher.options
+    return {
+        "watcher_id": watcher.id,
+        "path": options.path,
+        "recursive": options.recursive,
+        "exclude": list(options.exclude),
+        "include_patterns": list(options.include_patterns),
+        "debounce": options.debounce_ms,
+        "created_at": watcher.created_at,
+        "event_count": watcher.last_seq,
+        "active": watcher.task is not None and not watcher.task.done(),
+    }
+
+
+def _events(events: list[WatchEvent], cursor: int) -> dict[str, Any]:
+    return {"events": [asdict(e) for e in events], "cursor": events[-1].seq if events else cursor}
+
+
+async def _guarded(operation: Any) -> Any:
+    statuses = {WatchNotFound: 404, WatchLimit: 429, WatchTimeout: 408, WatchError: 400}
+    return await answer_or_raise(operation, statuses)
+
+
+def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+    watches = planes.watch
+    api = APIRouter(prefix="/v1/file/watch", tags=["file"])
+
+    @api.post("")
+    async def create(body: WatchCreate) -> dict[str, Any]:
+        """Start watching a directory (recursive by default); at most 128 watchers (429)."""
+        options = WatchOptions(
+            body.path,
+            recursive=body.recursive is not False,
+            exclude=tuple(body.exclude or ()),
+            include_patterns=tuple(body.include_patterns or ()),
+            debounce_ms=body.debounce or 50,
+        )
+        return ok(_watcher(await _guarded(watches.create(options))))
+
+    @api.get("")
+    async def list_watchers() -> dict[str, Any]:
+        watchers = watches.list()
+        return ok(
+            {"watchers": [_watcher(w) for w in watchers], "count": len(watchers), "max_watchers": watches.max_watchers}
+        )
+
+    @api.post("/wait")
+    async def wait(body: WatchWait) -> dict[str, Any]:
+        """The first event on ``path`` (of ``event_types``) within ``timeout`` seconds (30); 408 if none."""
+        event = await _guarded(watches.wait(body.path, float(body.timeout or 30), body.event_types or ()))
+        return ok({"event": asdict(event)})
+
+    @api.get("/{watcher_id}/events")
+    async def events(watcher_id: str) -> dict[str, Any]:
+        """Every event the watcher keeps (the latest 10,000)."""
+        watcher = await _guarded(_get(watcher_id))
+        return ok({"watcher_id": watcher_id, **_events(list(watcher.events), 0)})
+
+    @api.post("/{watcher_id}/poll")
+    async def poll(watcher_id: str, body: WatchPoll | None = None) -> dict[str, Any]:
+        """Events after ``since``; with ``timeout``, waits up to that many seconds for the next one."""
+        body = body or WatchPoll()
+        since = body.since or 0
+        found = await _guarded(watches.poll(watcher_id, since, body.limit or 1000, wait_s=float(body.timeout or 0)))
+        return ok({"watcher_id": watcher_id, **_events(found, since)})
+
+    @api.delete("/{watcher_id}")
+    async def stop(watcher_id: str) -> dict[str, Any]:
+        watcher = await _guarded(watches.stop(watcher_id))
+        return ok({"watcher_id": watcher.id, "stopped": True})
+
+    async def _get(watcher_id: str) -> Watcher:
+        return watches.get(watcher_id)
+
+    return api

@@ -1,0 +1,39 @@
+"""REST door of the converter: ``POST /v1/util/convert_to_markdown`` ``{uri}`` (a sandbox path,
+``file://`` or ``http(s)://``), answered with the Markdown text as ``data``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter
+from pydantic import Field
+
+from ..planes.convert import ConvertError, SourceNotFound
+from ..settings import GatewaySettings
+from .bodies import StrictBody
+from .envelope import RestError, ok
+
+if TYPE_CHECKING:
+    from ..planes import Planes
+
+
+class ConvertRequest(StrictBody):
+    uri: str = Field(min_length=1, description="a sandbox path, file:// URI or http(s):// URL")
+
+
+def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+    api = APIRouter(prefix="/v1/util", tags=["util"])
+
+    @api.post("/convert_to_markdown")
+    async def convert_to_markdown(body: ConvertRequest) -> dict[str, Any]:
+        """HTML, text, JSON, CSV, XML, notebooks, zip, RSS… as Markdown (markitdown); 404 no file,
+        400 a type it cannot convert or a URL it cannot fetch."""
+        try:
+            converted = await planes.convert.convert(body.uri)
+        except SourceNotFound as exc:
+            raise RestError(404, str(exc)) from None
+        except ConvertError as exc:
+            raise RestError(400, str(exc)) from None
+        return ok(converted.markdown)
+
+    return api
