@@ -10,12 +10,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from . import __version__, cdp_proxy
+from . import __version__, browser_auth, cdp_proxy, web
 from .mcp_door import build_mcp_routes, build_mcp_server
 from .mcp_tools import builtin_tools
 from .mcp_tools.registry import ToolRegistry
 from .planes import Planes
-from .rest import build_rest_app
+from .rest import build_rest_app, terminal
 from .security import ApiKeyGuard, HostGuard, OriginGuard
 from .settings import GatewaySettings
 from .tickets import TicketStore
@@ -43,11 +43,16 @@ def build_app(settings: GatewaySettings) -> Starlette:
                 await upstreams.aclose()
                 await planes.aclose()
 
+    tickets = TicketStore(ttl=settings.ticket_ttl)
+    sessions = TicketStore(ttl=browser_auth.SESSION_TTL)
     rest_app = build_rest_app(planes, settings)
     routes = [
         Route("/health", health, methods=["GET"]),
         *mcp_routes,
         *cdp_proxy.routes(settings),
+        *browser_auth.routes(settings.api_key, tickets, sessions),
+        *web.routes(registry, settings),
+        *terminal.routes(planes.shell),
         Mount("", app=rest_app),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
@@ -55,9 +60,10 @@ def build_app(settings: GatewaySettings) -> Starlette:
     app.state.planes = planes
     app.state.registry = registry
     app.state.upstreams = upstreams
-    app.add_middleware(ApiKeyGuard, api_key=settings.api_key, tickets=TicketStore())
+    app.add_middleware(ApiKeyGuard, api_key=settings.api_key, tickets=tickets, sessions=sessions)
     app.add_middleware(OriginGuard, allowed_origins=settings.allowed_origins)
     # Outermost: a rebound page is refused before anything else answers it.
-    app.add_middleware(HostGuard, allowed_hosts=settings.allowed_hosts,
-                       active=not settings.api_key or bool(settings.allowed_hosts))
+    app.add_middleware(
+        HostGuard, allowed_hosts=settings.allowed_hosts, active=not settings.api_key or bool(settings.allowed_hosts)
+    )
     return app

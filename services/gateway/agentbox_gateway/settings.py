@@ -10,6 +10,8 @@ from typing import Any
 
 from agentbox_common.settings import env_csv, env_float, env_json_object, env_str
 
+from .tickets import DEFAULT_TICKET_TTL
+
 DEFAULT_PORT = 18091
 MAX_MCP_BODY_BYTES = 8 * 1024 * 1024
 
@@ -25,6 +27,9 @@ class GatewaySettings:
     #: ``AIO_ALLOWED_HOSTS``: ``Host`` values served besides loopback and the machine's own names
     #: (``name``, ``name:port``, ``name:*``); checked always without a key, with one only when set.
     allowed_hosts: tuple[str, ...] = ()
+    #: ``AIO_TICKET_TTL``: how long a single-use URL ticket (``POST /tickets``, ``vnc_url``) stays
+    #: good (seconds); long enough for a person to click a link an agent handed them.
+    ticket_ttl: float = DEFAULT_TICKET_TTL
     #: ``EXTRA_MCP_SERVERS`` / ``--mcp-servers``: the raw registration object, validated by upstreams.
     mcp_servers: Mapping[str, Any] = field(default_factory=dict)
     #: ``AIO_MCP_LIST_TIMEOUT``: the most one upstream may add to ``tools/list`` (seconds).
@@ -44,6 +49,7 @@ class GatewaySettings:
             "api_key": env_str("AIO_API_KEY", "", source),
             "allowed_origins": tuple(env_csv("AIO_ALLOWED_ORIGINS", [], source)),
             "allowed_hosts": tuple(env_csv("AIO_ALLOWED_HOSTS", [], source)),
+            "ticket_ttl": env_float("AIO_TICKET_TTL", DEFAULT_TICKET_TTL, source, minimum=1.0),
             "mcp_servers": env_json_object("EXTRA_MCP_SERVERS", source),
             "upstream_list_timeout": env_float("AIO_MCP_LIST_TIMEOUT", 2.0, source, minimum=0.05),
             "upstream_call_timeout": env_float("AIO_MCP_CALL_TIMEOUT", 300.0, source, minimum=0.05),
