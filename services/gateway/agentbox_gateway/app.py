@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from . import __version__, browser_auth, cdp_proxy, web
+from . import __version__, browser_auth, cdp_proxy, vnc, web
 from .mcp_door import build_mcp_routes, build_mcp_server
 from .mcp_tools import builtin_tools
 from .mcp_tools.registry import ToolRegistry
@@ -53,6 +53,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
         *browser_auth.routes(settings.api_key, tickets, sessions),
         *web.routes(registry, settings),
         *terminal.routes(planes.shell),
+        *vnc.routes(settings),
         Mount("", app=rest_app),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

@@ -26,6 +26,9 @@ PUBLIC_PATHS = frozenset({"/health", "/v1/ping", "/v1/openapi.json", "/login"})
 #: Scope key set by :class:`ApiKeyGuard` when the caller authenticated in the URL: a function
 #: issuing a ticket, for doors that hand out URLs (see :func:`url_ticket`).
 _TICKET_ISSUER = "agentbox.issue_ticket"
+#: Scope key set by :class:`ApiKeyGuard` for every authenticated caller: a function issuing a
+#: ticket, for page URLs meant for a person's fresh browser (see :func:`page_ticket`).
+_PAGE_TICKET_ISSUER = "agentbox.issue_page_ticket"
 _CHALLENGE = ((b"www-authenticate", b'Bearer realm="agentbox"'),)
 
 
@@ -197,6 +200,13 @@ def url_ticket(scope: Scope, prefix: str) -> str | None:
     return f"{TICKET_PARAM}={issue(prefix)}" if issue is not None else None
 
 
+def page_ticket(scope: Scope, prefix: str) -> str | None:
+    """``ticket=<t>`` for a page URL handed to any key holder (the person who opens it has no
+    session yet; the ticket's first use signs their browser in); None when no key is configured."""
+    issue: Callable[[str], str] | None = scope.get(_PAGE_TICKET_ISSUER)
+    return f"{TICKET_PARAM}={issue(prefix)}" if issue is not None else None
+
+
 class ApiKeyGuard:
     """With a key configured, every non-public route answers 401 unless the key is presented (a
     header, or ``?api_key=``), a browser session is (the ``agentbox_session`` cookie, used only as
@@ -265,6 +275,7 @@ class ApiKeyGuard:
                     _CHALLENGE,
                 )
             return
+        scope[_PAGE_TICKET_ISSUER] = self.tickets.issue
         if credential in ("url", "ticket"):
             scope[_TICKET_ISSUER] = self.tickets.issue
         if credential == "ticket" and scope["type"] == "http":

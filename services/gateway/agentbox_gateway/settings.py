@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentbox_common.settings import env_csv, env_float, env_json_object, env_str
+from agentbox_common.settings import env_bool, env_csv, env_float, env_json_object, env_str
 
 from .tickets import DEFAULT_TICKET_TTL
 
@@ -40,6 +40,13 @@ class GatewaySettings:
     skills_path: Path = field(default_factory=lambda: Path.home() / "skills")
     #: ``AIO_CDP_URL``: Chromium's DevTools HTTP endpoint (loopback).
     cdp_url: str = "http://127.0.0.1:9222"
+    #: The live view (``/vnc/``): on when the gateway has an X display (``DISPLAY``) and
+    #: ``DISABLE_VNC`` is not true.
+    vnc_enabled: bool = False
+    #: ``AIO_VNC_ADDRESS``: the VNC server on the display (``host:port``, loopback).
+    vnc_address: str = "127.0.0.1:5900"
+    #: ``AIO_NOVNC_DIR``: the noVNC client's files (Debian's ``novnc`` package).
+    novnc_dir: Path = Path("/usr/share/novnc")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GatewaySettings:
@@ -55,6 +62,9 @@ class GatewaySettings:
             "upstream_call_timeout": env_float("AIO_MCP_CALL_TIMEOUT", 300.0, source, minimum=0.05),
             "skills_path": Path(env_str("AIO_SKILLS_PATH", str(Path.home() / "skills"), source)),
             "cdp_url": env_str("AIO_CDP_URL", "http://127.0.0.1:9222", source).rstrip("/"),
+            "vnc_enabled": bool(env_str("DISPLAY", "", source)) and not env_bool("DISABLE_VNC", False, source),
+            "vnc_address": env_str("AIO_VNC_ADDRESS", "127.0.0.1:5900", source),
+            "novnc_dir": Path(env_str("AIO_NOVNC_DIR", "/usr/share/novnc", source)),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

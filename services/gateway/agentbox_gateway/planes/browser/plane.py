@@ -10,7 +10,7 @@ import base64
 import struct
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 
@@ -64,11 +64,24 @@ def png_size(data_base64: str) -> tuple[int, int]:
     return struct.unpack(">II", head[16:24])
 
 
+#: Where the live view's WebSocket bridge is, under the gateway's public address.
+VNC_SOCKET_PATH = "vnc/websockify"
+
+
+def live_view_url(public_base: str) -> str:
+    """The noVNC page on ``public_base``, connecting on load, scaled to the window, to the bridge
+    under the same prefix (noVNC takes ``path`` from the host's root)."""
+    prefix = urlsplit(public_base).path.strip("/")
+    path = f"{prefix}/{VNC_SOCKET_PATH}" if prefix else VNC_SOCKET_PATH
+    return f"{public_base}/vnc/index.html?{urlencode({'autoconnect': 'true', 'resize': 'scale', 'path': path})}"
+
+
 class BrowserPlane:
     def __init__(self, settings: GatewaySettings) -> None:
         self.cdp_url = settings.cdp_url.rstrip("/")
         #: The gateway's own address, for ``cdp_url`` when no request says how callers reach it.
         self.local_base = gateway_base(settings)
+        self.vnc_enabled = settings.vnc_enabled
         self._http = httpx.AsyncClient(timeout=3.0, trust_env=False)
         self._connection: CdpConnection | None = None
         self._sessions: dict[str, PageSession] = {}
@@ -181,14 +194,16 @@ class BrowserPlane:
     async def info(self, public_base: str) -> dict[str, Any]:
         """``cdp_url`` reachable from outside (``<ws|wss>://<host><prefix>/cdp/devtools/browser/<id>``
         built on ``public_base``, the gateway's address as the caller sees it), the page's user agent
-        and the display size (screenshot pixels). No VNC here: ``vnc_url`` is None."""
+        and the display size (screenshot pixels); ``vnc_url`` opens the live view on ``public_base``
+        (connecting on load) when the gateway has one, else None."""
         version = await self.version()
         browser_path = urlsplit(version["webSocketDebuggerUrl"]).path
         viewport, user_agent, _ = await self._page_metrics()
         base = public_base.rstrip("/")
         ws_base = "wss" + base[5:] if base.startswith("https:") else "ws" + base[4:]
         cdp_url = f"{ws_base}/cdp{browser_path}"
-        return {"cdp_url": cdp_url, "user_agent": user_agent, "viewport": viewport, "vnc_url": None}
+        vnc_url = live_view_url(base) if self.vnc_enabled else None
+        return {"cdp_url": cdp_url, "user_agent": user_agent, "viewport": viewport, "vnc_url": vnc_url}
 
     async def screenshot(self) -> Screenshot:
         """A PNG of the browser's display: the page currently shown, at its viewport size."""
