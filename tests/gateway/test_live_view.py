@@ -4,6 +4,7 @@ page the browser is on; a key holder's ``vnc_url`` carries a single-use ticket; 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import time
 from collections.abc import Iterator
@@ -18,7 +19,9 @@ from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.browser_pages import browser_context
 from tests.support.display import Display, display_stack
-from tests.support.jsonrpc import call_tool, tool_json
+from tests.support.headless_chromium import shown_page
+from tests.support.jsonrpc import call_tool, tool_json, tool_text
+from tests.support.png import decode_png
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.chromium
@@ -42,6 +45,7 @@ def live_gateway(gateway_settings: GatewaySettings, display: Display) -> Iterato
         api_key=KEY,
         cdp_url=display.cdp_url,
         vnc_enabled=True,
+        display=display.name,
         vnc_address=f"127.0.0.1:{display.vnc_port}",
         novnc_dir=NOVNC,
     )
@@ -130,3 +134,33 @@ def test_disable_vnc_turns_the_live_view_off(gateway_settings: GatewaySettings, 
     with serve_app(build_app(replace(gateway_settings, cdp_url=display.cdp_url))) as url:
         assert httpx.get(f"{url}/vnc/index.html").status_code == 404
         assert httpx.get(f"{url}/v1/browser/info").json()["data"]["vnc_url"] == ""
+
+
+def test_the_gui_screenshot_is_the_whole_display(live_gateway: str, display: Display, pages_url: str) -> None:
+    with tab(display.cdp_url, f"{pages_url}/color/rgb(200,40,0)"):
+        time.sleep(0.5)
+        shot = call_tool(f"{live_gateway}/mcp", "browser_gui_screenshot", {}, headers=BEARER)
+    [image] = [item for item in shot["content"] if item["type"] == "image"]
+    png = decode_png(base64.b64decode(image["data"]))
+    assert (png.width, png.height) == display.size
+    assert png.pixel(display.size[0] // 2, display.size[1] // 2)[:3] == (200, 40, 0)
+
+
+def test_a_click_at_the_buttons_screen_coordinates_presses_it(
+    live_gateway: str, display: Display, pages_url: str
+) -> None:
+    def act(action: dict) -> str:
+        result = call_tool(f"{live_gateway}/mcp", "browser_gui_execute_action", {"action": action}, headers=BEARER)
+        assert not result.get("isError"), result
+        return tool_text(result)
+
+    with shown_page(display.cdp_url, f"{pages_url}/form") as page:
+        act({"action_type": "CLICK", "x": 140, "y": 70})  # #go: 40..240 x 40..100 on a kiosk screen
+        page.wait_for_function("document.title === 'clicked 1'", timeout=5000)
+        act({"action_type": "CLICK", "x": 190, "y": 160})  # #name
+        act({"action_type": "TYPING", "text": "Hi, X! é"})
+        page.wait_for_function("document.getElementById('name').value === 'Hi, X! é'", timeout=5000)
+        act({"action_type": "HOTKEY", "keys": ["ctrl", "a"]})
+        act({"action_type": "PRESS", "key": "Backspace"})
+        page.wait_for_function("document.getElementById('name').value === ''", timeout=5000)
+        assert any(e["type"] == "click" and e["target"] == "go" for e in page.evaluate("window.log"))

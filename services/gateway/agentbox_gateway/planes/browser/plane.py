@@ -19,6 +19,7 @@ from .actions import Action, parse_action
 from .cdp import CdpConnection, CdpError
 from .errors import BrowserError, BrowserUnavailable, InvalidAction
 from .gui import InputDriver, InputState
+from .xdisplay import XDisplay, XInputDriver
 
 #: Resolutions ``POST /v1/browser/config`` accepts (the agent-sandbox SDK's list).
 RESOLUTIONS = frozenset({
@@ -82,6 +83,8 @@ class BrowserPlane:
         #: The gateway's own address, for ``cdp_url`` when no request says how callers reach it.
         self.local_base = gateway_base(settings)
         self.vnc_enabled = settings.vnc_enabled
+        #: The display the GUI tools act on (the whole screen, real X input); None: the page, by CDP.
+        self._display = XDisplay(settings.display) if settings.vnc_enabled and settings.display else None
         self._http = httpx.AsyncClient(timeout=3.0, trust_env=False)
         self._connection: CdpConnection | None = None
         self._sessions: dict[str, PageSession] = {}
@@ -206,7 +209,11 @@ class BrowserPlane:
         return {"cdp_url": cdp_url, "user_agent": user_agent, "viewport": viewport, "vnc_url": vnc_url}
 
     async def screenshot(self) -> Screenshot:
-        """A PNG of the browser's display: the page currently shown, at its viewport size."""
+        """A PNG of the browser's display: the whole screen when there is one (tabs, address bar,
+        dialogs), else the page currently shown, at its viewport size."""
+        if self._display is not None:
+            width, height, png = await self._display.screenshot()
+            return Screenshot(base64.b64encode(png).decode(), width, height)
         reply = await self._on_page("Page.captureScreenshot", {"format": "png"}, within=SCREENSHOT_TIMEOUT)
         data = reply["data"]
         width, height = png_size(data)
@@ -219,6 +226,9 @@ class BrowserPlane:
             await self.version()
             await asyncio.sleep(action.duration)
             return f"Waited {action.duration:g} seconds"
+        if self._display is not None:
+            async with self._input_lock:
+                return await XInputDriver(self._input, self._display).perform(action)
         async with self._input_lock:
             cdp = await self._cdp()
             page = await self._current_page()
