@@ -5,6 +5,7 @@ dashboard from the image, supervisord restarting the display while the gateway a
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Iterator
 
@@ -14,6 +15,7 @@ import pytest
 
 from tests.support.browser_pages import browser_context
 from tests.support.jsonrpc import call_tool, tool_json, tool_text
+from tests.support.png import decode_png
 
 from .dockerbox import Box, running_box
 from .test_image_gateway import wait_for_tools
@@ -23,6 +25,10 @@ KEY = "live-view-e2e-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 GREEN = [0, 200, 80]
 PAGE = "<!doctype html><title>green</title><body style='margin:0;background:rgb(0,200,80)'>"
+MAGENTA = (255, 0, 170)
+BUTTON_PAGE = ("<!doctype html><title>button</title><body style='margin:0;background:#fff'>"
+               "<button id=b style='position:absolute;left:300px;top:200px;width:240px;height:120px;border:0;"
+               "background:rgb(255,0,170)' onclick=\"document.title='pressed';this.textContent='pressed'\"></button>")
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +40,10 @@ def live_box(docker_client: docker.DockerClient, agentbox_image: str) -> Iterato
 
 def serve_page(box: Box) -> str:
     url = box.url(8091, "/mcp")
-    assert not call_tool(url, "sandbox_file_operations", {"action": "write", "path": "/tmp/green/index.html",
-                                                          "content": PAGE}, headers=AUTH)["isError"]
+    for name, content in (("index.html", PAGE), ("button.html", BUTTON_PAGE)):
+        written = call_tool(url, "sandbox_file_operations",
+                            {"action": "write", "path": f"/tmp/green/{name}", "content": content}, headers=AUTH)
+        assert not written["isError"], tool_text(written)
     serve = call_tool(url, "sandbox_execute_bash", {"cmd": (
         "(setsid nohup python3 -m http.server 8766 --bind 127.0.0.1 --directory /tmp/green >/dev/null 2>&1 &);"
         " for i in $(seq 100); do curl -fs -o /dev/null http://127.0.0.1:8766/ && echo serving && break;"
@@ -69,6 +77,31 @@ def test_the_live_view_shows_the_page_the_agent_navigated_to(live_box: Box) -> N
             time.sleep(0.3)
         assert size == [1280, 1024] and pixel[:3] == GREEN, (size, pixel)
         assert recorder.foreign == []
+
+
+def test_gui_tools_act_on_the_display(live_box: Box) -> None:
+    """The screenshot is the whole display (browser window included), and a click at the button's
+    on-screen coordinates, found in that screenshot, presses it."""
+    url = live_box.url(8091, "/mcp")
+    navigate = call_tool(url, "browser_navigate", {"url": serve_page(live_box) + "button.html"}, headers=AUTH)
+    assert navigate["isError"] is False, tool_text(navigate)
+    time.sleep(0.5)
+    shot = call_tool(url, "browser_gui_screenshot", {}, headers=AUTH)
+    [image] = [item for item in shot["content"] if item["type"] == "image"]
+    png = decode_png(base64.b64decode(image["data"]))
+    assert (png.width, png.height) == (1280, 1024)
+    found = [(x, y) for y in range(0, png.height, 4) for x in range(0, png.width, 4) if png.pixel(x, y)[:3] == MAGENTA]
+    assert found, "the button is not on the display"
+    x = sum(p[0] for p in found) / len(found)
+    y = sum(p[1] for p in found) / len(found)
+    assert y > 200 + 30, "the page is below the browser's own toolbars on a headful display"
+    action = {"action_type": "CLICK", "x": x, "y": y}
+    clicked = call_tool(url, "browser_gui_execute_action", {"action": action}, headers=AUTH)
+    assert clicked["isError"] is False, tool_text(clicked)
+    deadline = time.monotonic() + 10
+    while "pressed" not in tool_text(call_tool(url, "browser_get_text", {}, headers=AUTH)):
+        assert time.monotonic() < deadline, "the click did not press the button"
+        time.sleep(0.3)
 
 
 def test_the_dashboard_comes_from_the_image(live_box: Box) -> None:
