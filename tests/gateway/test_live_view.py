@@ -127,10 +127,11 @@ def test_the_bridge_needs_auth(live_gateway: str) -> None:
 
 
 def test_disable_vnc_turns_the_live_view_off(gateway_settings: GatewaySettings, display: Display) -> None:
-    env = {"DISPLAY": display.name, "DISABLE_VNC": "true", "AIO_CDP_URL": display.cdp_url}
+    env = {"AGENTBOX_DISPLAY": display.name, "DISABLE_VNC": "true", "AIO_CDP_URL": display.cdp_url}
     settings = GatewaySettings.from_env(env)
-    assert not settings.vnc_enabled and GatewaySettings.from_env({"DISPLAY": ":9"}).vnc_enabled
-    assert not GatewaySettings.from_env({}).vnc_enabled
+    assert not settings.vnc_enabled and GatewaySettings.from_env({"AGENTBOX_DISPLAY": ":9"}).vnc_enabled
+    # a desktop's DISPLAY is not the sandbox's display: no live view, GUI tools stay on DevTools
+    assert not GatewaySettings.from_env({"DISPLAY": ":0"}).vnc_enabled
     with serve_app(build_app(replace(gateway_settings, cdp_url=display.cdp_url))) as url:
         assert httpx.get(f"{url}/vnc/index.html").status_code == 404
         assert httpx.get(f"{url}/v1/browser/info").json()["data"]["vnc_url"] == ""

@@ -40,10 +40,12 @@ class GatewaySettings:
     skills_path: Path = field(default_factory=lambda: Path.home() / "skills")
     #: ``AIO_CDP_URL``: Chromium's DevTools HTTP endpoint (loopback).
     cdp_url: str = "http://127.0.0.1:9222"
-    #: ``DISPLAY``: the X display Chromium runs headful on (the image's Xvfb), if any.
+    #: ``AGENTBOX_DISPLAY``: the sandbox's own X display, the one Chromium runs headful on (the
+    #: image's Xvfb sets it). Not ``DISPLAY``: a gateway started on a desktop must not take the
+    #: desktop's screen for the sandbox's.
     display: str = ""
-    #: The live view (``/vnc/``) and the GUI tools on the display: on when there is a ``DISPLAY``
-    #: and ``DISABLE_VNC`` is not true.
+    #: The live view (``/vnc/``) and the GUI tools on the display: on when there is a display and
+    #: ``DISABLE_VNC`` is not true.
     vnc_enabled: bool = False
     #: ``AIO_VNC_ADDRESS``: the VNC server on the display (``host:port``, loopback).
     vnc_address: str = "127.0.0.1:5900"
@@ -64,8 +66,8 @@ class GatewaySettings:
             "upstream_call_timeout": env_float("AIO_MCP_CALL_TIMEOUT", 300.0, source, minimum=0.05),
             "skills_path": Path(env_str("AIO_SKILLS_PATH", str(Path.home() / "skills"), source)),
             "cdp_url": env_str("AIO_CDP_URL", "http://127.0.0.1:9222", source).rstrip("/"),
-            "display": env_str("DISPLAY", "", source),
-            "vnc_enabled": bool(env_str("DISPLAY", "", source)) and not env_bool("DISABLE_VNC", False, source),
+            "display": env_str("AGENTBOX_DISPLAY", "", source),
+            "vnc_enabled": bool(env_str("AGENTBOX_DISPLAY", "", source)) and not env_bool("DISABLE_VNC", False, source),
             "vnc_address": env_str("AIO_VNC_ADDRESS", "127.0.0.1:5900", source),
             "novnc_dir": Path(env_str("AIO_NOVNC_DIR", "/usr/share/novnc", source)),
         }
