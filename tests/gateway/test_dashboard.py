@@ -15,7 +15,7 @@ from playwright.sync_api import Page, expect
 from tests.support.browser_pages import browser_context
 from tests.support.servers import console_script, free_port, run_command, stop_group
 
-pytestmark = pytest.mark.chromium
+pytestmark = [pytest.mark.chromium, pytest.mark.usefixtures("own_home")]
 KEY = "dashboard-browser-key-5f1e2d"
 
 
@@ -81,7 +81,7 @@ def test_llms_txt_is_a_plain_text_manual(gateway: str) -> None:
 def test_sign_in_in_a_browser_and_the_key_is_never_in_html_urls_or_logs(tmp_path: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {"AIO_API_KEY": KEY, "AIO_SKILLS_PATH": str(tmp_path)}
+    env = {"AIO_API_KEY": KEY, "AIO_SKILLS_PATH": str(tmp_path), "HOME": os.environ["HOME"]}
     with run_command(
         [console_script("aiod"), "start", "--port", str(port)], env=env, ready_url=f"{base}/health"
     ) as process:

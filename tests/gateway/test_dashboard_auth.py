@@ -40,6 +40,9 @@ def keyed(gateway_settings: GatewaySettings) -> Iterator[str]:
         yield url
 
 
+pytestmark = pytest.mark.usefixtures("own_home")
+
+
 def login(base: str) -> str:
     """Sign in through the form; the session cookie's value."""
     response = httpx.post(f"{base}/login", data={"key": KEY, "next": "/"})

@@ -15,6 +15,9 @@ from agentbox_gateway.planes.shell import InvalidRequest, SessionLimit, Terminal
 KEY_ENV = "AIO_API_KEY"
 
 
+pytestmark = pytest.mark.usefixtures("own_home")
+
+
 def read_until(socket: ClientConnection, marker: bytes, timeout: float = 10) -> bytes:
     seen = b""
     deadline = time.monotonic() + timeout
@@ -24,6 +27,15 @@ def read_until(socket: ClientConnection, marker: bytes, timeout: float = 10) -> 
         message = socket.recv(timeout=left)
         seen += message if isinstance(message, bytes) else message.encode()
     return seen
+
+
+def next_control(socket: ClientConnection) -> dict:
+    """The next text frame (a control message), skipping terminal output (binary frames)."""
+    deadline = time.monotonic() + 10
+    while True:
+        message = socket.recv(timeout=max(0.1, deadline - time.monotonic()))
+        if isinstance(message, str):
+            return json.loads(message)
 
 
 def terminal(gateway: str) -> ClientConnection:
@@ -41,9 +53,9 @@ def test_typed_bytes_run_in_a_terminal_with_a_size(gateway: str) -> None:
 def test_text_frames_are_typed_too_and_bad_control_messages_are_answered(gateway: str) -> None:
     with terminal(gateway) as socket:
         socket.send(json.dumps({"type": "resize", "cols": 0, "rows": 10}))
-        assert json.loads(socket.recv(timeout=10))["type"] == "error"
+        assert next_control(socket)["type"] == "error"
         socket.send(json.dumps({"type": "dance"}))
-        error = json.loads(socket.recv(timeout=10))
+        error = next_control(socket)
         assert error["type"] == "error" and "dance" in error["message"]
         socket.send("echo text-$((1+1))\n")
         read_until(socket, b"text-2")
