@@ -44,3 +44,10 @@ def pages_url() -> Iterator[str]:
     """Base URL of the browser tests' pages (``/form``, ``/color/{color}``)."""
     with serve_app(pages_app()) as url:
         yield url
+
+
+@pytest.fixture
+def own_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home of its own for the terminal tests: an interactive bash reads ~/.bashrc, and the
+    machine's may do anything (wait on a pyenv lock...)."""
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))

@@ -10,13 +10,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from . import __version__, cdp_proxy, preview_proxy
+from . import __version__, browser_auth, cdp_proxy, preview_proxy, vnc, web
 from .mcp_door import build_mcp_routes, build_mcp_server
 from .mcp_tools import builtin_tools
 from .mcp_tools.registry import ToolRegistry
 from .metrics import gateway_collector
 from .planes import Planes
-from .rest import build_rest_app, mcp_servers
+from .rest import build_rest_app, mcp_servers, terminal
 from .security import ApiKeyGuard, HostGuard, OriginGuard
 from .settings import GatewaySettings
 from .tickets import TicketStore
@@ -45,6 +45,8 @@ def build_app(settings: GatewaySettings) -> Starlette:
                 await upstreams.aclose()
                 await planes.aclose()
 
+    tickets = TicketStore(ttl=settings.ticket_ttl)
+    sessions = TicketStore(ttl=browser_auth.SESSION_TTL)
     rest_app = build_rest_app(planes, settings)
     rest_app.include_router(mcp_servers.router(registry, upstreams))
     routes = [
@@ -52,6 +54,10 @@ def build_app(settings: GatewaySettings) -> Starlette:
         *mcp_routes,
         *cdp_proxy.routes(settings),
         *preview_proxy.routes(planes.preview, settings),
+        *browser_auth.routes(settings.api_key, tickets, sessions),
+        *web.routes(registry, settings),
+        *terminal.routes(planes.shell),
+        *vnc.routes(settings),
         Mount("", app=rest_app),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
@@ -59,7 +65,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
     app.state.planes = planes
     app.state.registry = registry
     app.state.upstreams = upstreams
-    app.add_middleware(ApiKeyGuard, api_key=settings.api_key, tickets=TicketStore())
+    app.add_middleware(ApiKeyGuard, api_key=settings.api_key, tickets=tickets, sessions=sessions)
     app.add_middleware(OriginGuard, allowed_origins=settings.allowed_origins)
     # Outside the other guards: a rebound page is refused before anything else answers it.
     app.add_middleware(HostGuard, allowed_hosts=settings.allowed_hosts,

@@ -1,6 +1,7 @@
-"""ASGI middleware guarding every route, MCP, REST and CDP alike: the ``Host`` check (DNS
-rebinding), the ``Origin`` check (a web page cannot drive a local sandbox) and the ``AIO_API_KEY``
-bearer check. A refusal on ``/mcp`` is a JSON-RPC error object, elsewhere the REST envelope."""
+"""ASGI middleware guarding every route, MCP, REST, CDP and the pages alike: the ``Host`` check
+(DNS rebinding), the ``Origin`` check (a web page cannot drive a local sandbox) and the ``AIO_API_KEY``
+check (a header, a browser session cookie or a single-use ticket). A refusal on ``/mcp`` is a
+JSON-RPC error object, a page load gets the login form, elsewhere the REST envelope."""
 
 from __future__ import annotations
 
@@ -14,14 +15,20 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common.asgi import refuse
 
+from . import browser_auth
 from .mcp_edge import MCP_PATH, jsonrpc_http_error
 from .tickets import TICKET_PARAM, TicketStore
 
-#: Routes anyone may call, even with a key set (AIO's public set).
-PUBLIC_PATHS = frozenset({"/health", "/v1/ping", "/v1/openapi.json", "/v1/docs"})
+#: Routes anyone may call, even with a key set: AIO's public set, less the docs page (its assets are
+#: served by the gateway, and no path rule skips auth), plus the login form's target, which checks
+#: the key itself.
+PUBLIC_PATHS = frozenset({"/health", "/v1/ping", "/v1/openapi.json", "/login"})
 #: Scope key set by :class:`ApiKeyGuard` when the caller authenticated in the URL: a function
 #: issuing a ticket, for doors that hand out URLs (see :func:`url_ticket`).
 _TICKET_ISSUER = "agentbox.issue_ticket"
+#: Scope key set by :class:`ApiKeyGuard` for every authenticated caller: a function issuing a
+#: ticket, for page URLs meant for a person's fresh browser (see :func:`page_ticket`).
+_PAGE_TICKET_ISSUER = "agentbox.issue_page_ticket"
 _CHALLENGE = ((b"www-authenticate", b'Bearer realm="agentbox"'),)
 
 
@@ -193,43 +200,84 @@ def url_ticket(scope: Scope, prefix: str) -> str | None:
     return f"{TICKET_PARAM}={issue(prefix)}" if issue is not None else None
 
 
+def page_ticket(scope: Scope, prefix: str) -> str | None:
+    """``ticket=<t>`` for a page URL handed to any key holder (the person who opens it has no
+    session yet; the ticket's first use signs their browser in); None when no key is configured."""
+    issue: Callable[[str], str] | None = scope.get(_PAGE_TICKET_ISSUER)
+    return f"{TICKET_PARAM}={issue(prefix)}" if issue is not None else None
+
+
 class ApiKeyGuard:
     """With a key configured, every non-public route answers 401 unless the key is presented (a
-    header, or ``?api_key=``) or a ticket from ``tickets`` is (``?ticket=``, once)."""
+    header, or ``?api_key=``), a browser session is (the ``agentbox_session`` cookie, used only as
+    :func:`browser_auth.cookie_use_allowed` says) or a ticket from ``tickets`` is (``?ticket=``,
+    once; on a plain HTTP request it also signs the browser in). A browser loading a page without
+    any of them gets the login form."""
 
-    def __init__(self, app: ASGIApp, api_key: str, tickets: TicketStore | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, api_key: str, tickets: TicketStore | None = None, sessions: TicketStore | None = None
+    ) -> None:
         self.app = app
         self.api_key = api_key.encode()
-        self.tickets = tickets or TicketStore()
+        # Not ``or``: an empty store is falsy (it has a length), and the doors share these ones.
+        self.tickets = TicketStore() if tickets is None else tickets
+        self.sessions = TicketStore(ttl=browser_auth.SESSION_TTL) if sessions is None else sessions
 
-    def _authenticated(self, scope: Scope) -> bool:
+    def _credential(self, scope: Scope) -> str | None:
+        """How the request authenticated: ``header``, ``cookie``, ``url`` or ``ticket``; None if not."""
         key = header_key(scope)
         if key is not None:
-            return hmac.compare_digest(key.encode(), self.api_key)
+            return "header" if hmac.compare_digest(key.encode(), self.api_key) else None
+        session = browser_auth.session_token(scope)
+        if session and self.sessions.holds(session):
+            return "cookie"
         key = _query_value(scope, "api_key")
         if key is not None:
-            accepted = hmac.compare_digest(key.encode(), self.api_key)
-        else:
-            ticket = _query_value(scope, TICKET_PARAM)
-            accepted = ticket is not None and self.tickets.redeem(ticket, scope["path"])
-        if accepted:
-            scope[_TICKET_ISSUER] = self.tickets.issue
-        return accepted
+            return "url" if hmac.compare_digest(key.encode(), self.api_key) else None
+        ticket = _query_value(scope, TICKET_PARAM)
+        return "ticket" if ticket is not None and self.tickets.redeem(ticket, scope["path"]) else None
+
+    def _signing_in(self, scope: Scope, send: Send) -> Send:
+        """``send`` adding a new session's cookie to the response."""
+        cookie = browser_auth.session_cookie(self.sessions.issue(), scope)
+
+        async def sending(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), cookie]}
+            await send(message)
+
+        return sending
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] in ("http", "websocket")
-            and self.api_key
-            and scope["path"] not in PUBLIC_PATHS
-            and not self._authenticated(scope)
-        ):
+        if scope["type"] not in ("http", "websocket") or not self.api_key or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        credential = self._credential(scope)
+        if credential == "cookie" and not browser_auth.cookie_use_allowed(scope):
             await _refuse(
                 scope,
                 send,
-                401,
-                "Unauthorized: missing or invalid API key",
-                "send Authorization: Bearer <AIO_API_KEY>",
-                _CHALLENGE,
+                403,
+                "Forbidden: the session cookie is only good from this gateway's own pages",
+                "open the page from the gateway itself, or send Authorization: Bearer <AIO_API_KEY>",
             )
             return
+        if credential is None:
+            if browser_auth.wants_page(scope):
+                await browser_auth.send_login_page(scope, send)
+            else:
+                await _refuse(
+                    scope,
+                    send,
+                    401,
+                    "Unauthorized: missing or invalid API key",
+                    "send Authorization: Bearer <AIO_API_KEY>",
+                    _CHALLENGE,
+                )
+            return
+        scope[_PAGE_TICKET_ISSUER] = self.tickets.issue
+        if credential in ("url", "ticket"):
+            scope[_TICKET_ISSUER] = self.tickets.issue
+        if credential == "ticket" and scope["type"] == "http":
+            send = self._signing_in(scope, send)
         await self.app(scope, receive, send)

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from agentbox_common.observability import ObservabilitySettings
-from agentbox_common.settings import env_csv, env_float, env_int, env_json_object, env_str
+from agentbox_common.settings import env_bool, env_csv, env_float, env_int, env_json_object, env_str
+
+from .tickets import DEFAULT_TICKET_TTL
 
 DEFAULT_PORT = 18091
 MAX_MCP_BODY_BYTES = 8 * 1024 * 1024
@@ -28,6 +30,9 @@ class GatewaySettings:
     #: ``AIO_ALLOWED_HOSTS``: ``Host`` values served besides loopback and the machine's own names
     #: (``name``, ``name:port``, ``name:*``); checked always without a key, with one only when set.
     allowed_hosts: tuple[str, ...] = ()
+    #: ``AIO_TICKET_TTL``: how long a single-use URL ticket (``POST /tickets``, ``vnc_url``) stays
+    #: good (seconds); long enough for a person to click a link an agent handed them.
+    ticket_ttl: float = DEFAULT_TICKET_TTL
     #: ``EXTRA_MCP_SERVERS`` / ``--mcp-servers``: the raw registration object, validated by upstreams.
     mcp_servers: Mapping[str, Any] = field(default_factory=dict)
     #: ``AIO_MCP_LIST_TIMEOUT``: the most one upstream may add to ``tools/list`` (seconds).
@@ -52,6 +57,17 @@ class GatewaySettings:
     max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
     #: ``AIO_CODE_MEMORY_LIMIT_MB``: data memory of each code-execution process (0: no limit).
     code_memory_limit_mb: int = DEFAULT_CODE_MEMORY_LIMIT_MB
+    #: ``AGENTBOX_DISPLAY``: the sandbox's own X display, the one Chromium runs headful on (the
+    #: image's Xvfb sets it). Not ``DISPLAY``: a gateway started on a desktop must not take the
+    #: desktop's screen for the sandbox's.
+    display: str = ""
+    #: The live view (``/vnc/``) and the GUI tools on the display: on when there is a display and
+    #: ``DISABLE_VNC`` is not true.
+    vnc_enabled: bool = False
+    #: ``AIO_VNC_ADDRESS``: the VNC server on the display (``host:port``, loopback).
+    vnc_address: str = "127.0.0.1:5900"
+    #: ``AIO_NOVNC_DIR``: the noVNC client's files (Debian's ``novnc`` package).
+    novnc_dir: Path = Path("/usr/share/novnc")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GatewaySettings:
@@ -61,6 +77,7 @@ class GatewaySettings:
             "api_key": env_str("AIO_API_KEY", "", source),
             "allowed_origins": tuple(env_csv("AIO_ALLOWED_ORIGINS", [], source)),
             "allowed_hosts": tuple(env_csv("AIO_ALLOWED_HOSTS", [], source)),
+            "ticket_ttl": env_float("AIO_TICKET_TTL", DEFAULT_TICKET_TTL, source, minimum=1.0),
             "mcp_servers": env_json_object("EXTRA_MCP_SERVERS", source),
             "upstream_list_timeout": env_float("AIO_MCP_LIST_TIMEOUT", 2.0, source, minimum=0.05),
             "upstream_call_timeout": env_float("AIO_MCP_CALL_TIMEOUT", 300.0, source, minimum=0.05),
@@ -75,6 +92,10 @@ class GatewaySettings:
             "code_memory_limit_mb": env_int(
                 "AIO_CODE_MEMORY_LIMIT_MB", DEFAULT_CODE_MEMORY_LIMIT_MB, source, minimum=0
             ),
+            "display": env_str("AGENTBOX_DISPLAY", "", source),
+            "vnc_enabled": bool(env_str("AGENTBOX_DISPLAY", "", source)) and not env_bool("DISABLE_VNC", False, source),
+            "vnc_address": env_str("AIO_VNC_ADDRESS", "127.0.0.1:5900", source),
+            "novnc_dir": Path(env_str("AIO_NOVNC_DIR", "/usr/share/novnc", source)),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

@@ -3,7 +3,9 @@
 A URL the gateway hands out (a CDP ``webSocketDebuggerUrl``, ``browser_get_info``'s ``cdp_url``)
 must work for a caller who can only put credentials in the URL, yet must never carry the key: URLs
 end up in logs, browser histories and error messages. Such a URL carries ``?ticket=<t>`` instead,
-good for one connection under a path prefix within a few seconds.
+good for one use under a path prefix within ``AIO_TICKET_TTL`` seconds. The same store, with a
+long lifetime and :meth:`TicketStore.holds` instead of :meth:`TicketStore.redeem`, keeps the
+browser sessions behind the ``agentbox_session`` cookie.
 
 Tickets are random (256 bits) and stored only as their SHA-256 digest, so a lookup compares
 digests, not the secret (no timing signal about the ticket); the store is bounded (the oldest
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 
 #: The query parameter carrying a ticket.
 TICKET_PARAM = "ticket"
+#: ``AIO_TICKET_TTL``'s default: long enough for a person to click a link an agent handed them.
+DEFAULT_TICKET_TTL = 300.0
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,9 @@ class _Grant:
 class TicketStore:
     """Issue and redeem tickets; everything runs on the event loop, so no lock is needed."""
 
-    def __init__(self, ttl: float = 30.0, capacity: int = 1024, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, ttl: float = DEFAULT_TICKET_TTL, capacity: int = 1024, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.ttl = ttl
         self.capacity = capacity
         self._clock = clock
@@ -66,3 +72,8 @@ class TicketStore:
         (also when the path does not match, so a ticket cannot be probed)."""
         grant = self._grants.pop(self._digest(ticket), None)
         return grant is not None and grant.expires > self._clock() and path.startswith(grant.prefix)
+
+    def holds(self, ticket: str) -> bool:
+        """True while ``ticket`` is live, without using it up (a session token)."""
+        grant = self._grants.get(self._digest(ticket))
+        return grant is not None and grant.expires > self._clock()

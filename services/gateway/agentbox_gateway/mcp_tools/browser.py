@@ -19,6 +19,7 @@ from ..planes.browser import (
     BrowserUnavailable,
     InvalidAction,
 )
+from ..vnc import signed_vnc_url
 from .registry import ToolSpec, current_request
 from .results import ToolError, image_result, json_result
 
@@ -92,6 +93,7 @@ def tools(planes: Planes) -> list[ToolSpec]:
             info = await plane.info(base)
             if request is not None:
                 info["cdp_url"] = with_ticket(info["cdp_url"], request.scope)
+                info["vnc_url"] = signed_vnc_url(info["vnc_url"], request.scope)
             return json_result(info)
         except BrowserUnavailable as exc:
             raise ToolError(f"No reachable CDP port: {exc}") from exc

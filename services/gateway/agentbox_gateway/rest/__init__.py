@@ -15,7 +15,7 @@ def build_rest_app(planes: Planes, settings: GatewaySettings) -> FastAPI:
     app = FastAPI(
         title="agentbox sandbox API",
         openapi_url="/v1/openapi.json",
-        docs_url="/v1/docs",
+        docs_url=None,  # served offline by the web module
         redoc_url=None,
         responses=error_responses(401, 403, 421),  # the guards in front of every route
     )

@@ -14,6 +14,7 @@ from fastapi.responses import Response
 from ..cdp_proxy import request_public_base, with_ticket
 from ..planes.browser import BrowserError, BrowserUnavailable, InvalidAction
 from ..settings import GatewaySettings
+from ..vnc import signed_vnc_url
 from .bodies import StrictBody
 from .envelope import RestError, error_responses, ok
 
@@ -51,10 +52,11 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.get("/info")
     async def browser_info(request: Request) -> dict[str, Any]:
-        """CDP URL (through this gateway), user agent, viewport; ``vnc_url`` is "" (none here)."""
+        """CDP URL (through this gateway), user agent, viewport; ``vnc_url`` (the live view) or "" (none)."""
         base = request_public_base(request, plane.local_base)
         info = await _guarded(plane.info(base), "browser info")
-        return ok({**info, "cdp_url": with_ticket(info["cdp_url"], request.scope), "vnc_url": info["vnc_url"] or ""})
+        cdp_url = with_ticket(info["cdp_url"], request.scope)
+        return ok({**info, "cdp_url": cdp_url, "vnc_url": signed_vnc_url(info["vnc_url"], request.scope) or ""})
 
     @api.get("/screenshot", response_class=Response,
              responses={200: {"content": {"image/png": {}}, "description": "PNG of the browser's display"}})

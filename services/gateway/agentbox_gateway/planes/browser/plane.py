@@ -10,7 +10,7 @@ import base64
 import struct
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 
@@ -19,6 +19,7 @@ from .actions import Action, parse_action
 from .cdp import CdpConnection, CdpError
 from .errors import BrowserError, BrowserUnavailable, InvalidAction
 from .gui import InputDriver, InputState
+from .xdisplay import XDisplay, XInputDriver
 
 #: Resolutions ``POST /v1/browser/config`` accepts (the agent-sandbox SDK's list).
 RESOLUTIONS = frozenset({
@@ -64,11 +65,26 @@ def png_size(data_base64: str) -> tuple[int, int]:
     return struct.unpack(">II", head[16:24])
 
 
+#: Where the live view's WebSocket bridge is, under the gateway's public address.
+VNC_SOCKET_PATH = "vnc/websockify"
+
+
+def live_view_url(public_base: str) -> str:
+    """The noVNC page on ``public_base``, connecting on load, scaled to the window, to the bridge
+    under the same prefix (noVNC takes ``path`` from the host's root)."""
+    prefix = urlsplit(public_base).path.strip("/")
+    path = f"{prefix}/{VNC_SOCKET_PATH}" if prefix else VNC_SOCKET_PATH
+    return f"{public_base}/vnc/index.html?{urlencode({'autoconnect': 'true', 'resize': 'scale', 'path': path})}"
+
+
 class BrowserPlane:
     def __init__(self, settings: GatewaySettings) -> None:
         self.cdp_url = settings.cdp_url.rstrip("/")
         #: The gateway's own address, for ``cdp_url`` when no request says how callers reach it.
         self.local_base = gateway_base(settings)
+        self.vnc_enabled = settings.vnc_enabled
+        #: The display the GUI tools act on (the whole screen, real X input); None: the page, by CDP.
+        self._display = XDisplay(settings.display) if settings.vnc_enabled and settings.display else None
         self._http = httpx.AsyncClient(timeout=3.0, trust_env=False)
         self._connection: CdpConnection | None = None
         self._sessions: dict[str, PageSession] = {}
@@ -181,17 +197,23 @@ class BrowserPlane:
     async def info(self, public_base: str) -> dict[str, Any]:
         """``cdp_url`` reachable from outside (``<ws|wss>://<host><prefix>/cdp/devtools/browser/<id>``
         built on ``public_base``, the gateway's address as the caller sees it), the page's user agent
-        and the display size (screenshot pixels). No VNC here: ``vnc_url`` is None."""
+        and the display size (screenshot pixels); ``vnc_url`` opens the live view on ``public_base``
+        (connecting on load) when the gateway has one, else None."""
         version = await self.version()
         browser_path = urlsplit(version["webSocketDebuggerUrl"]).path
         viewport, user_agent, _ = await self._page_metrics()
         base = public_base.rstrip("/")
         ws_base = "wss" + base[5:] if base.startswith("https:") else "ws" + base[4:]
         cdp_url = f"{ws_base}/cdp{browser_path}"
-        return {"cdp_url": cdp_url, "user_agent": user_agent, "viewport": viewport, "vnc_url": None}
+        vnc_url = live_view_url(base) if self.vnc_enabled else None
+        return {"cdp_url": cdp_url, "user_agent": user_agent, "viewport": viewport, "vnc_url": vnc_url}
 
     async def screenshot(self) -> Screenshot:
-        """A PNG of the browser's display: the page currently shown, at its viewport size."""
+        """A PNG of the browser's display: the whole screen when there is one (tabs, address bar,
+        dialogs), else the page currently shown, at its viewport size."""
+        if self._display is not None:
+            width, height, png = await self._display.screenshot()
+            return Screenshot(base64.b64encode(png).decode(), width, height)
         reply = await self._on_page("Page.captureScreenshot", {"format": "png"}, within=SCREENSHOT_TIMEOUT)
         data = reply["data"]
         width, height = png_size(data)
@@ -204,6 +226,9 @@ class BrowserPlane:
             await self.version()
             await asyncio.sleep(action.duration)
             return f"Waited {action.duration:g} seconds"
+        if self._display is not None:
+            async with self._input_lock:
+                return await XInputDriver(self._input, self._display).perform(action)
         async with self._input_lock:
             cdp = await self._cdp()
             page = await self._current_page()

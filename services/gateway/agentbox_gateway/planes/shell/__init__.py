@@ -3,7 +3,8 @@
 
 Modules: ``plane`` (the session registry and its API), ``session`` (one session and its bash),
 ``bash`` (what is written to bash and the end markers read back), ``processes`` (what a kill hits),
-``record`` (one command), ``output`` (bounded output buffers), ``errors``."""
+``record`` (one command), ``output`` (bounded output buffers), ``terminal`` (interactive PTY shells
+for people), ``errors``."""
 
 from .bash import bash_quote, resolve_dir
 from .errors import (
@@ -20,10 +21,12 @@ from .output import OUTPUT_LIMIT, OutputBuffer, truncate_middle
 from .plane import DEFAULT_SESSION_ID, DEFAULT_TOOL_TIMEOUT, SessionStats, ShellPlane
 from .record import CommandRecord
 from .session import ShellSession
+from .terminal import Terminal, Terminals
 
 __all__ = [
     "DEFAULT_SESSION_ID", "DEFAULT_TOOL_TIMEOUT", "OUTPUT_LIMIT", "CommandNotFound", "CommandRecord",
     "InvalidRequest", "OutputBuffer", "SessionBusy", "SessionExists", "SessionLimit", "SessionNotFound",
-    "SessionStats", "ShellError", "ShellPlane", "ShellSession", "ShellUnavailable", "bash_quote",
+    "SessionStats", "ShellError", "ShellPlane", "ShellSession", "ShellUnavailable", "Terminal", "Terminals",
+    "bash_quote",
     "resolve_dir", "truncate_middle",
 ]

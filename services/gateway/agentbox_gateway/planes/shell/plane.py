@@ -18,6 +18,7 @@ from .bash import resolve_dir
 from .errors import InvalidRequest, SessionExists, SessionLimit, SessionNotFound
 from .record import CommandRecord
 from .session import DEFAULT_NO_CHANGE_TIMEOUT, ShellSession
+from .terminal import Terminals
 
 DEFAULT_SESSION_ID = "default"
 #: The most sessions alive at once (aiod: 20 PTY sessions).
@@ -65,6 +66,8 @@ class ShellPlane:
         self._sessions: dict[str, ShellSession] = {}
         self._default_lock = asyncio.Lock()
         self.prompt_prefix = _prompt_prefix()
+        #: Interactive PTY shells for people (``/v1/shell/ws``), apart from the command sessions.
+        self.terminals = Terminals()
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -220,4 +223,5 @@ class ShellPlane:
         return record
 
     async def aclose(self) -> None:
+        await self.terminals.aclose()
         await self.close_all()

@@ -1,0 +1,86 @@
+"""``GET /v1/shell/ws`` (AIO's path): a WebSocket attached to an interactive terminal of the shell
+plane. Binary frames are terminal bytes both ways (text frames from the client are typed too, as
+UTF-8), except a JSON text frame ``{"type": "resize", "cols": N, "rows": M}``; a bad control message
+is answered with a JSON ``{"type": "error", "message": …}`` text frame and changes nothing. The
+terminal is closed (its processes killed) when the socket closes, and the socket when the shell ends."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Awaitable, Callable
+
+import anyio
+from starlette.routing import BaseRoute, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from ..planes.shell import ShellError, ShellPlane, Terminal
+
+#: Close code when the terminal cannot be opened (RFC 6455 "try again later" for a full house).
+_CLOSE_UNAVAILABLE = 1013
+
+
+def _control(text: str) -> dict | None:
+    """A control message, or None when the text frame is input to type."""
+    if not text.startswith("{"):
+        return None
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) and "type" in message else None
+
+
+async def _from_client(websocket: WebSocket, terminal: Terminal) -> None:
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        if message.get("bytes") is not None:
+            await terminal.write(message["bytes"])
+            continue
+        text = message.get("text") or ""
+        control = _control(text)
+        if control is None:
+            await terminal.write(text.encode())
+        elif control["type"] == "resize":
+            try:
+                terminal.resize(control.get("cols"), control.get("rows"))
+            except ShellError as exc:
+                await websocket.send_text(json.dumps({"type": "error", "message": str(exc)}))
+        else:
+            await websocket.send_text(
+                json.dumps({"type": "error", "message": f"unknown message type {control['type']!r}"})
+            )
+
+
+async def _to_client(websocket: WebSocket, terminal: Terminal) -> None:
+    while data := await terminal.read():
+        await websocket.send_bytes(data)
+
+
+def routes(shell: ShellPlane) -> list[BaseRoute]:
+    async def terminal_socket(websocket: WebSocket) -> None:
+        await websocket.accept()
+        try:
+            terminal = await shell.terminals.open()
+        except ShellError as exc:
+            await websocket.close(_CLOSE_UNAVAILABLE, str(exc)[:120])
+            return
+        try:
+            async with anyio.create_task_group() as tasks:
+
+                async def relay(pump: Callable[[WebSocket, Terminal], Awaitable[None]]) -> None:
+                    with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+                        await pump(websocket, terminal)
+                    tasks.cancel_scope.cancel()
+
+                tasks.start_soon(relay, _from_client)
+                tasks.start_soon(relay, _to_client)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await shell.terminals.close(terminal)
+                with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+                    await websocket.close()
+
+    return [WebSocketRoute("/v1/shell/ws", terminal_socket)]

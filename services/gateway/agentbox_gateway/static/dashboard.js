@@ -1,0 +1,199 @@
+// The agentbox dashboard: plain JavaScript on the gateway's own REST routes and WebSockets.
+// Every URL is relative to the page, so the dashboard also works under a reverse-proxy prefix.
+"use strict";
+
+const root = new URL(".", location.href);
+const wsRoot = new URL(root.href);
+wsRoot.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+
+async function api(path, options = {}) {
+  const response = await fetch(new URL(path, root), { credentials: "same-origin", ...options });
+  const body = await response.json().catch(() => null);
+  if (!response.ok || !body || body.success === false) {
+    const message = (body && (body.message || (body.error && body.error.message))) || `HTTP ${response.status}`;
+    throw new Error(message);
+  }
+  return body.data;
+}
+
+function postJson(path, payload) {
+  return api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload) });
+}
+
+function element(tag, props = {}, ...children) {
+  const node = Object.assign(document.createElement(tag), props);
+  node.append(...children);
+  return node;
+}
+
+// -- programs ----------------------------------------------------------------------------------
+async function showStatus() {
+  const list = document.getElementById("status-list");
+  try {
+    const caps = await api("v1/capabilities");
+    const rows = [
+      ["Shell", caps.exec.available, caps.exec.bash || "bash not found"],
+      ["Python", caps.code_interpreter.python, caps.code_interpreter.python ? "ready" : "not installed"],
+      ["Node.js", caps.code_interpreter.javascript, caps.code_interpreter.javascript ? "ready" : "not installed"],
+      ["Files", true, "ready"],
+      ["Browser", caps.browser.status === "available" || caps.browser.status === "ok",
+        caps.browser.browser || caps.browser.detail || caps.browser.status],
+    ];
+    list.replaceChildren(...rows.map(([name, up, detail]) =>
+      element("li", { className: up ? "up" : "down", textContent: `${name}: ${detail}` })));
+  } catch (error) {
+    list.replaceChildren(element("li", { className: "down", textContent: `Status unavailable: ${error.message}` }));
+  }
+}
+
+// -- live view ---------------------------------------------------------------------------------
+async function showLiveView() {
+  const body = document.getElementById("live-body");
+  let reason;
+  try {
+    const info = await api("v1/browser/info");
+    if (info.vnc_url) {
+      body.replaceChildren(element("iframe", { src: info.vnc_url, title: "Live view of the browser" }));
+      return;
+    }
+    reason = "this gateway has no display (a bare aiod start runs the browser headless; in the image " +
+      "DISABLE_VNC=true turns the live view off).";
+  } catch (error) {
+    reason = `the browser is not available (${error.message}).`;
+  }
+  body.replaceChildren(element("p", { className: "muted", id: "live-unavailable",
+    textContent: `Live view unavailable: ${reason}` }));
+}
+
+// -- terminal ----------------------------------------------------------------------------------
+function startTerminal() {
+  const state = document.getElementById("terminal-state");
+  const term = new Terminal({ cursorBlink: true, fontSize: 13, convertEol: false });
+  const fit = new FitAddon.FitAddon();
+  term.loadAddon(fit);
+  term.open(document.getElementById("terminal"));
+  fit.fit();
+  const socket = new WebSocket(new URL("v1/shell/ws", wsRoot));
+  socket.binaryType = "arraybuffer";
+  const encoder = new TextEncoder();
+  const resize = () => {
+    fit.fit();
+    if (socket.readyState === WebSocket.OPEN)
+      socket.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
+  };
+  socket.onopen = () => { state.textContent = "connected"; resize(); term.focus(); };
+  socket.onmessage = (event) => {
+    if (typeof event.data === "string") return;  // control messages: nothing to show
+    term.write(new Uint8Array(event.data));
+  };
+  socket.onclose = (event) => { state.textContent = `closed (${event.code})`; };
+  term.onData((data) => { if (socket.readyState === WebSocket.OPEN) socket.send(encoder.encode(data)); });
+  window.addEventListener("resize", resize);
+  window.agentboxTerminal = term;
+}
+
+// -- files -------------------------------------------------------------------------------------
+const pathInput = document.getElementById("file-path");
+const fileMessage = document.getElementById("file-message");
+const fileView = document.getElementById("file-view");
+
+function parentOf(path) {
+  const trimmed = path.replace(/\/+$/, "");
+  return trimmed.slice(0, trimmed.lastIndexOf("/")) || "/";
+}
+
+function humanSize(size) {
+  if (size == null) return "";
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let value = size, unit = 0;
+  while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit += 1; }
+  return `${unit ? value.toFixed(1) : value} ${units[unit]}`;
+}
+
+async function listFolder(path) {
+  fileMessage.textContent = "";
+  fileView.hidden = true;
+  try {
+    const data = await postJson("v1/file/list", { path, include_size: true, sort_by: "name" });
+    pathInput.value = data.path;
+    const rows = data.files.map((entry) => {
+      const open = element("button", { type: "button", className: "link", textContent: entry.name + (entry.is_directory ? "/" : "") });
+      open.addEventListener("click", () => entry.is_directory ? listFolder(entry.path) : viewFile(entry.path));
+      const actions = element("td");
+      if (!entry.is_directory) {
+        const url = new URL("v1/file/download", root);
+        url.searchParams.set("path", entry.path);
+        actions.append(element("a", { href: url.href, download: entry.name, textContent: "download", className: "download" }));
+      }
+      const row = element("tr", {},
+        element("td", {}, open), element("td", { textContent: entry.is_directory ? "" : humanSize(entry.size) }),
+        element("td", { textContent: (entry.modified_time || "").slice(0, 19).replace("T", " ") }), actions);
+      row.dataset.path = entry.path;
+      return row;
+    });
+    document.querySelector("#file-list tbody").replaceChildren(...rows);
+    if (data.truncated) fileMessage.textContent = "Only the first entries are shown.";
+  } catch (error) {
+    fileMessage.textContent = `Cannot list ${path}: ${error.message}`;
+  }
+}
+
+async function viewFile(path) {
+  try {
+    const data = await postJson("v1/file/read", { file: path });
+    fileView.textContent = data.content;
+    fileView.hidden = false;
+    fileMessage.textContent = path;
+  } catch (error) {
+    fileMessage.textContent = `Cannot show ${path}: ${error.message}`;
+  }
+}
+
+async function upload(files) {
+  const folder = pathInput.value;
+  for (const file of files) {
+    const form = new FormData();
+    form.append("file", file, file.name);
+    form.append("path", `${folder.replace(/\/+$/, "")}/${file.name}`);
+    try {
+      await api("v1/file/upload", { method: "POST", body: form });
+    } catch (error) {
+      fileMessage.textContent = `Upload of ${file.name} failed: ${error.message}`;
+      return;
+    }
+  }
+  await listFolder(folder);
+  fileMessage.textContent = `Uploaded ${files.length} file(s).`;
+}
+
+document.getElementById("file-nav").addEventListener("submit", (event) => {
+  event.preventDefault();
+  listFolder(pathInput.value);
+});
+document.getElementById("file-up").addEventListener("click", () => listFolder(parentOf(pathInput.value)));
+document.getElementById("file-upload").addEventListener("change", (event) => {
+  upload([...event.target.files]);
+  event.target.value = "";
+});
+
+// -- MCP snippet and sign-out ------------------------------------------------------------------
+function showConnect() {
+  const url = new URL("mcp", root).href;
+  const keyed = document.body.dataset.auth === "key";
+  document.getElementById("mcp-url").textContent = url;
+  const server = { type: "http", url };
+  if (keyed) server.headers = { Authorization: "Bearer ${AIO_API_KEY}" };
+  document.getElementById("mcp-snippet").textContent = JSON.stringify({ mcpServers: { agentbox: server } }, null, 2);
+  const logout = document.getElementById("logout");
+  logout.hidden = !keyed;
+  logout.addEventListener("click", async () => {
+    await fetch(new URL("logout", root), { method: "POST", credentials: "same-origin" });
+    location.reload();
+  });
+}
+
+showConnect();
+showStatus();
+showLiveView();
+startTerminal();
+listFolder(new URLSearchParams(location.search).get("path") || document.body.dataset.home || "/");

@@ -1,0 +1,138 @@
+"""The dashboard, its terminal and file browser, Swagger UI and the login form, in a real Chromium
+(Playwright + Debian's Chromium) against a bare gateway: nothing is fetched from another origin
+(requests leaving the gateway are aborted, as on an air-gapped machine)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.support.browser_pages import browser_context
+from tests.support.servers import console_script, free_port, run_command, stop_group
+
+pytestmark = [pytest.mark.chromium, pytest.mark.usefixtures("own_home")]
+KEY = "dashboard-browser-key-5f1e2d"
+
+
+@pytest.fixture
+def page(gateway: str) -> Iterator[Page]:
+    with browser_context(gateway) as (context, recorder):
+        page = context.new_page()
+        yield page
+        assert recorder.foreign == [], recorder.foreign
+
+
+def test_the_dashboard_loads_everything_from_the_gateway(gateway: str, page: Page) -> None:
+    page.goto(f"{gateway}/")
+    expect(page.locator("#status-list li").first).to_contain_text("Shell: ")
+    expect(page.locator("#terminal-state")).to_have_text("connected")
+    expect(page.locator("#live-unavailable")).to_contain_text("Live view unavailable")
+    expect(page.locator("#mcp-snippet")).to_contain_text(f"{gateway}/mcp")
+    assert page.evaluate("document.body.dataset.auth") == "open"
+
+
+def test_typing_echo_into_the_terminal_shows_its_output(gateway: str, page: Page) -> None:
+    page.goto(f"{gateway}/index.html")
+    expect(page.locator("#terminal-state")).to_have_text("connected")
+    page.locator("#terminal").click()
+    page.keyboard.type("echo dashboard-$((6*7))")
+    page.keyboard.press("Enter")
+    expect(page.locator("#terminal .xterm-rows")).to_contain_text("dashboard-42")
+
+
+def test_the_file_browser_lists_views_downloads_and_uploads(gateway: str, page: Page, tmp_path: Path) -> None:
+    payload = os.urandom(4096) + b"\x00\xff end"
+    (tmp_path / "agent-wrote.bin").write_bytes(payload)
+    (tmp_path / "notes.txt").write_text("hello from the agent\n")
+    page.goto(f"{gateway}/?path={tmp_path}")
+    row = page.locator("#file-list tr", has_text="agent-wrote.bin")
+    expect(row).to_be_visible()
+    with page.expect_download() as download:
+        row.locator("a.download").click()
+    assert Path(download.value.path()).read_bytes() == payload
+    page.locator("#file-list button", has_text="notes.txt").click()
+    expect(page.locator("#file-view")).to_have_text("hello from the agent\n")
+    upload = tmp_path / "outside" / "from-person.txt"
+    upload.parent.mkdir()
+    upload.write_bytes(b"uploaded by a person")
+    page.set_input_files("#file-upload", str(upload))
+    expect(page.locator("#file-list tr", has_text="from-person.txt").first).to_be_visible()
+    assert (tmp_path / "from-person.txt").read_bytes() == b"uploaded by a person"
+
+
+def test_swagger_ui_renders_offline(gateway: str, page: Page) -> None:
+    page.goto(f"{gateway}/v1/docs")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("agentbox sandbox API")
+    expect(page.locator(".opblock-summary-path", has_text="/v1/shell/exec").first).to_be_visible()
+
+
+def test_llms_txt_is_a_plain_text_manual(gateway: str) -> None:
+    manual = httpx.get(f"{gateway}/llms.txt")
+    assert manual.headers["content-type"].startswith("text/plain")
+    for expected in ("/mcp", "sandbox_execute_bash", "browser_get_info", "/v1/shell/ws", "POST /tickets"):
+        assert expected in manual.text, expected
+
+
+def test_sign_in_in_a_browser_and_the_key_is_never_in_html_urls_or_logs(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {"AIO_API_KEY": KEY, "AIO_SKILLS_PATH": str(tmp_path), "HOME": os.environ["HOME"]}
+    with run_command(
+        [console_script("aiod"), "start", "--port", str(port)], env=env, ready_url=f"{base}/health"
+    ) as process:
+        with browser_context(base) as (context, recorder):
+            page = context.new_page()
+            pages: list[str] = []
+            page.on(
+                "response",
+                lambda r: pages.append(r.text()) if "text/html" in r.headers.get("content-type", "") else None,
+            )
+            page.goto(f"{base}/")
+            page.fill("#key", "wrong")
+            page.press("#key", "Enter")
+            expect(page.locator(".error")).to_contain_text("not right")
+            page.fill("#key", KEY)
+            page.press("#key", "Enter")
+            expect(page.locator("#terminal-state")).to_have_text("connected")
+            [session] = [c for c in context.cookies() if c["name"] == "agentbox_session"]
+            assert session["httpOnly"] and session["sameSite"] == "Strict"
+            page.locator("#terminal").click()
+            page.keyboard.type("echo signed-$((2*21))")
+            page.keyboard.press("Enter")
+            expect(page.locator("#terminal .xterm-rows")).to_contain_text("signed-42")
+            (tmp_path / "seen.txt").write_text("listed")
+            page.fill("#file-path", str(tmp_path))
+            page.click("#file-nav button[type=submit]")
+            expect(page.locator("#file-list tr", has_text="seen.txt")).to_be_visible()
+            page.goto(f"{base}/v1/docs")
+            expect(page.locator(".swagger-ui .info .title")).to_contain_text("agentbox sandbox API")
+            ticket = httpx.post(f"{base}/tickets", headers={"Authorization": f"Bearer {KEY}"}).json()["data"]
+            fresh = context.browser.new_context()
+            try:
+                other = fresh.new_page()
+                other.goto(f"{base}/?ticket={ticket['ticket']}")
+                expect(other.locator("#terminal-state")).to_have_text("connected")
+                other.goto(f"{base}/?ticket={ticket['ticket']}")
+                expect(other.locator("#terminal-state")).to_have_text("connected")  # the cookie, not the ticket
+                reused = fresh.browser.new_context()
+                try:
+                    stranger = reused.new_page()
+                    stranger.goto(f"{base}/?ticket={ticket['ticket']}")
+                    expect(stranger.locator("#key")).to_be_visible()
+                finally:
+                    reused.close()
+            finally:
+                fresh.close()
+            assert recorder.foreign == []
+            assert not [url for url in recorder.urls if KEY in url]
+            assert pages and not [text for text in pages if KEY in text]
+        page_html = httpx.get(f"{base}/", headers={"Authorization": f"Bearer {KEY}"}).text
+        assert KEY not in page_html
+        stop_group(process)
+        log = process.stdout.read().decode(errors="replace") if process.stdout else ""
+    assert "Started server process" in log and KEY not in log

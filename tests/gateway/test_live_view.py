@@ -1,0 +1,167 @@
+"""The live view against a real display stack (Xvfb, x11vnc, headful Chromium): ``vnc_url`` opens
+noVNC from the gateway, it connects on load through ``/vnc/websockify`` and its canvas shows the
+page the browser is on; a key holder's ``vnc_url`` carries a single-use ticket; ``DISABLE_VNC``."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Page
+
+from agentbox_gateway.app import build_app
+from agentbox_gateway.settings import GatewaySettings
+from tests.support.browser_pages import browser_context
+from tests.support.display import Display, display_stack
+from tests.support.headless_chromium import shown_page
+from tests.support.jsonrpc import call_tool, tool_json, tool_text
+from tests.support.png import decode_png
+from tests.support.servers import serve_app
+
+pytestmark = pytest.mark.chromium
+KEY = "live-view-key-7c0ffee"
+BEARER = {"Authorization": f"Bearer {KEY}"}
+NOVNC = Path("/usr/share/novnc")
+
+
+@pytest.fixture(scope="module")
+def display() -> Iterator[Display]:
+    if not (NOVNC / "vnc.html").exists():
+        pytest.skip("Debian's novnc is not installed")
+    with display_stack() as stack:
+        yield stack
+
+
+@pytest.fixture
+def live_gateway(gateway_settings: GatewaySettings, display: Display) -> Iterator[str]:
+    settings = replace(
+        gateway_settings,
+        api_key=KEY,
+        cdp_url=display.cdp_url,
+        vnc_enabled=True,
+        display=display.name,
+        vnc_address=f"127.0.0.1:{display.vnc_port}",
+        novnc_dir=NOVNC,
+    )
+    with serve_app(build_app(settings)) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def tab(cdp_url: str, url: str) -> Iterator[None]:
+    """A new tab at ``url`` in front (what the display shows), through DevTools' HTTP endpoint."""
+    target = httpx.put(f"{cdp_url}/json/new?{url}").json()
+    httpx.get(f"{cdp_url}/json/activate/{target['id']}")
+    try:
+        yield
+    finally:
+        httpx.get(f"{cdp_url}/json/close/{target['id']}")
+
+
+def canvas_centre(page: Page) -> list[int]:
+    return page.evaluate("""() => {
+        const canvas = document.querySelector('#noVNC_container canvas');
+        if (!canvas || !canvas.width) return [];
+        const ctx = canvas.getContext('2d');
+        return Array.from(ctx.getImageData(canvas.width / 2, canvas.height / 2, 1, 1).data);
+    }""")
+
+
+def test_the_live_view_shows_the_page_the_browser_is_on(live_gateway: str, display: Display, pages_url: str) -> None:
+    with tab(display.cdp_url, f"{pages_url}/color/rgb(0,200,80)"):
+        info = httpx.get(f"{live_gateway}/v1/browser/info", headers=BEARER).json()["data"]
+        vnc_url = info["vnc_url"]
+        assert vnc_url.startswith(f"{live_gateway}/vnc/index.html?autoconnect=true")
+        assert "path=vnc%2Fwebsockify" in vnc_url and "ticket=" in vnc_url and KEY not in vnc_url
+        with browser_context(live_gateway) as (context, recorder):
+            page = context.new_page()
+            page.goto(vnc_url)
+            deadline = time.monotonic() + 20
+            pixel: list[int] = []
+            while time.monotonic() < deadline:
+                pixel = canvas_centre(page)
+                if pixel[:3] == [0, 200, 80]:
+                    break
+                time.sleep(0.2)
+            assert pixel[:3] == [0, 200, 80]
+            assert recorder.foreign == []
+            again = context.browser.new_context()
+            try:  # the ticket was used up by the first page load
+                assert again.new_page().goto(vnc_url).status == 401
+            finally:
+                again.close()
+
+
+def test_mcp_browser_get_info_has_a_vnc_url_with_a_ticket(live_gateway: str) -> None:
+    info = tool_json(call_tool(f"{live_gateway}/mcp", "browser_get_info", headers=BEARER))
+    assert info["vnc_url"].startswith(f"{live_gateway}/vnc/index.html?") and "ticket=" in info["vnc_url"]
+    forwarded = httpx.get(
+        f"{live_gateway}/v1/browser/info",
+        headers={
+            **BEARER,
+            "X-Forwarded-Proto": "https",
+            "X-Forwarded-Host": "box.example",
+            "X-Forwarded-Prefix": "/s/1",
+        },
+    )
+    assert forwarded.json()["data"]["vnc_url"].startswith(
+        "https://box.example/s/1/vnc/index.html?autoconnect=true&resize=scale&path=s%2F1%2Fvnc%2Fwebsockify&ticket="
+    )
+
+
+def test_the_bridge_needs_auth(live_gateway: str) -> None:
+    upgrade = {
+        "Connection": "Upgrade",
+        "Upgrade": "websocket",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+    }
+    assert httpx.get(f"{live_gateway}/vnc/websockify", headers=upgrade).status_code == 401
+    assert httpx.get(f"{live_gateway}/vnc/app/ui.js").status_code == 401
+
+
+def test_disable_vnc_turns_the_live_view_off(gateway_settings: GatewaySettings, display: Display) -> None:
+    env = {"AGENTBOX_DISPLAY": display.name, "DISABLE_VNC": "true", "AIO_CDP_URL": display.cdp_url}
+    settings = GatewaySettings.from_env(env)
+    assert not settings.vnc_enabled and GatewaySettings.from_env({"AGENTBOX_DISPLAY": ":9"}).vnc_enabled
+    # a desktop's DISPLAY is not the sandbox's display: no live view, GUI tools stay on DevTools
+    assert not GatewaySettings.from_env({"DISPLAY": ":0"}).vnc_enabled
+    with serve_app(build_app(replace(gateway_settings, cdp_url=display.cdp_url))) as url:
+        assert httpx.get(f"{url}/vnc/index.html").status_code == 404
+        assert httpx.get(f"{url}/v1/browser/info").json()["data"]["vnc_url"] == ""
+
+
+def test_the_gui_screenshot_is_the_whole_display(live_gateway: str, display: Display, pages_url: str) -> None:
+    with tab(display.cdp_url, f"{pages_url}/color/rgb(200,40,0)"):
+        time.sleep(0.5)
+        shot = call_tool(f"{live_gateway}/mcp", "browser_gui_screenshot", {}, headers=BEARER)
+    [image] = [item for item in shot["content"] if item["type"] == "image"]
+    png = decode_png(base64.b64decode(image["data"]))
+    assert (png.width, png.height) == display.size
+    assert png.pixel(display.size[0] // 2, display.size[1] // 2)[:3] == (200, 40, 0)
+
+
+def test_a_click_at_the_buttons_screen_coordinates_presses_it(
+    live_gateway: str, display: Display, pages_url: str
+) -> None:
+    def act(action: dict) -> str:
+        result = call_tool(f"{live_gateway}/mcp", "browser_gui_execute_action", {"action": action}, headers=BEARER)
+        assert not result.get("isError"), result
+        return tool_text(result)
+
+    with shown_page(display.cdp_url, f"{pages_url}/form") as page:
+        act({"action_type": "CLICK", "x": 140, "y": 70})  # #go: 40..240 x 40..100 on a kiosk screen
+        page.wait_for_function("document.title === 'clicked 1'", timeout=5000)
+        act({"action_type": "CLICK", "x": 190, "y": 160})  # #name
+        act({"action_type": "TYPING", "text": "Hi, X! é"})
+        page.wait_for_function("document.getElementById('name').value === 'Hi, X! é'", timeout=5000)
+        act({"action_type": "HOTKEY", "keys": ["ctrl", "a"]})
+        act({"action_type": "PRESS", "key": "Backspace"})
+        page.wait_for_function("document.getElementById('name').value === ''", timeout=5000)
+        assert any(e["type"] == "click" and e["target"] == "go" for e in page.evaluate("window.log"))

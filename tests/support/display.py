@@ -1,0 +1,97 @@
+"""A display stack like the image's, for live-view tests: Debian's Xvfb (it picks a free display
+number), x11vnc on a loopback port, and Chromium headful on that display with CDP on loopback."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.support.headless_chromium import stop
+from tests.support.requirements import require_chromium
+from tests.support.servers import free_port, stop_group, wait_http
+
+
+@dataclass(frozen=True)
+class Display:
+    name: str
+    vnc_port: int
+    cdp_url: str
+    size: tuple[int, int]
+
+
+def _require(program: str) -> str:
+    path = shutil.which(program)
+    if path is None:
+        pytest.skip(f"{program} is not installed (Debian: xvfb, x11vnc)")
+    return path
+
+
+@contextlib.contextmanager
+def display_stack(size: tuple[int, int] = (1280, 1024)) -> Iterator[Display]:
+    xvfb = subprocess.Popen(
+        [_require("Xvfb"), "-displayfd", "1", "-screen", "0", f"{size[0]}x{size[1]}x24", "-nolisten", "tcp"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    processes: list[subprocess.Popen] = [xvfb]
+    profile = tempfile.mkdtemp(prefix="agentbox-display-")
+    try:
+        assert xvfb.stdout is not None
+        name = f":{xvfb.stdout.readline().decode().strip()}"
+        vnc_port, cdp_port = free_port(), free_port()
+        processes.append(
+            subprocess.Popen(
+                [
+                    _require("x11vnc"),
+                    "-display",
+                    name,
+                    "-rfbport",
+                    str(vnc_port),
+                    "-localhost",
+                    "-forever",
+                    "-shared",
+                    "-nopw",
+                    "-quiet",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
+        chromium = subprocess.Popen(
+            [
+                require_chromium(),
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-sync",
+                "--disable-background-networking",
+                "--kiosk",
+                f"--window-size={size[0]},{size[1]}",
+                "--window-position=0,0",
+                f"--user-data-dir={profile}",
+                "--remote-debugging-address=127.0.0.1",
+                f"--remote-debugging-port={cdp_port}",
+                "about:blank",
+            ],
+            env={"DISPLAY": name, "PATH": "/usr/bin:/bin", "HOME": profile},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            wait_http(f"http://127.0.0.1:{cdp_port}/json/version", timeout=30)
+            yield Display(name, vnc_port, f"http://127.0.0.1:{cdp_port}", size)
+        finally:
+            stop(chromium)
+    finally:
+        for process in reversed(processes):
+            stop_group(process, grace=5)
+        shutil.rmtree(profile, ignore_errors=True)
