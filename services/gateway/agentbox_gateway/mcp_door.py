@@ -17,7 +17,8 @@ from starlette.routing import Route
 
 from agentbox_common.observability import ToolOutcome, note_tool_call
 
-from . import __version__
+from . import __version__, mcp_streaming
+from .mcp_streaming import LogLevel, RunningCalls, current_output_sink, output_sink
 from .mcp_tools.registry import ToolRegistry, current_request
 from .settings import MAX_MCP_BODY_BYTES
 from .upstreams import UpstreamCallForwarder, UpstreamRouter
@@ -33,6 +34,7 @@ INSTRUCTIONS = (
 
 def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = None) -> Server:
     reserved = set(registry.names)
+    running = RunningCalls()
 
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
@@ -45,7 +47,10 @@ def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = 
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         started = time.perf_counter()
         try:
-            result = await route_call(ctx, params)
+            with running.track(ctx.request_id) as scope:
+                result = await route_call(ctx, params)
+            if scope.cancelled_caught:
+                result = mcp_streaming.cancelled_result()
         except MCPError:
             note_tool_call(params.name if known(params.name) else UNKNOWN_TOOL, ToolOutcome.JSONRPC_ERROR,
                            time.perf_counter() - started)
@@ -61,9 +66,11 @@ def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = 
         name = params.name
         if name in registry:
             token = current_request.set(ctx.request)
+            sink = current_output_sink.set(output_sink(ctx))
             try:
                 return await registry.call(name, params.arguments)
             finally:
+                current_output_sink.reset(sink)
                 current_request.reset(token)
         if upstreams is not None:
             result = await upstreams.call_tool(name, params.arguments)
@@ -78,7 +85,7 @@ def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = 
             return registry.input_schema(name)
         return upstreams.input_schema(name) if upstreams is not None else None
 
-    return Server(
+    server = Server(
         "agentbox",
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -86,6 +93,8 @@ def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = 
         on_call_tool=call_tool,
         get_tool_input_schema=input_schema,
     )
+    mcp_streaming.install(server, running, LogLevel())
+    return server
 
 
 def build_mcp_routes(
@@ -97,18 +106,23 @@ def build_mcp_routes(
 
     Host checks are off on purpose (the gateway is reached by container names and through reverse
     proxies); the Origin check is the gateway's own middleware, which covers REST and CDP too."""
+    transport_security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    sse_endpoint, sse_manager = mcp_streaming.sse_endpoint(
+        server, max_request_body_size=MAX_MCP_BODY_BYTES, security_settings=transport_security
+    )
     sdk_app = server.streamable_http_app(
         streamable_http_path="/mcp",
         json_response=True,
         stateless_http=True,
         max_request_body_size=MAX_MCP_BODY_BYTES,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        transport_security=transport_security,
         host=host,
     )
+    mcp_streaming.chain_lifespan(server, sse_manager)
     (route,) = sdk_app.routes
     assert isinstance(route, Route)
-    if not upstreams:
-        return [route]
-    forwarder = UpstreamCallForwarder(route.endpoint, upstreams, builtins=builtins,
-                                      server_info=server.server_info_stamp)
-    return [Route(route.path, endpoint=forwarder)]
+    endpoint = route.endpoint
+    if upstreams:
+        endpoint = UpstreamCallForwarder(endpoint, upstreams, builtins=builtins, server_info=server.server_info_stamp)
+    splitter = mcp_streaming.ProgressSplitter(endpoint, sse_endpoint, max_body=MAX_MCP_BODY_BYTES)
+    return [Route(route.path, endpoint=splitter)]

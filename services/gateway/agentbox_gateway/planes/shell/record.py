@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .output import OutputBuffer
 from .stdin import CommandInput
+
+#: The most characters :meth:`CommandRecord.follow` yields at once (one progress message, one SSE event).
+FOLLOW_CHUNK = 64_000
 
 
 @dataclass
@@ -100,3 +104,21 @@ class CommandRecord:
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._activity.wait(), remaining)
+
+    async def follow(self, offset: int = 0) -> AsyncIterator[str]:
+        """The interleaved output from ``offset`` on, in chunks as it is printed, until the end.
+
+        Reads the bounded buffer, never a copy of its own: a reader slower than the command sees
+        the buffer's truncation marker where output was dropped, and memory stays bounded."""
+        while True:
+            activity = self._activity
+            total = self.output.total
+            if total > offset:
+                text = self.output.read(offset)
+                offset = total
+                for start in range(0, len(text), FOLLOW_CHUNK):
+                    yield text[start : start + FOLLOW_CHUNK]
+                continue
+            if self.done:
+                return
+            await activity.wait()

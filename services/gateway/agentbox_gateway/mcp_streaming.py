@@ -1,0 +1,204 @@
+"""Long tool calls on the MCP door: progress, cancellation and log messages.
+
+The door answers in JSON (``json_response=True``: no SSE framing, no per-request stream on the hot
+path). A ``tools/call`` whose ``_meta`` carries a ``progressToken`` goes instead to a second SDK
+session manager of the same server that answers in SSE, so the tool's ``notifications/progress``
+(new output in ``message``) ride that request's stream before its result; the SDK also cancels the
+handler when such a stream is closed. ``notifications/cancelled`` arrives as its own POST (every
+request has its own dispatcher when stateless), so the door keeps the running calls by request id
+and cancels the one named. ``logging/setLevel`` sets the least level of the ``notifications/message``
+tools send."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.streamable_http import check_accept_headers
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .planes.streaming import OutputSink
+
+logger = logging.getLogger(__name__)
+
+#: Where the running tool sends its output as it is printed (set by the door for a call with a
+#: progress token; ``None`` otherwise, and the tool then streams nothing).
+current_output_sink: ContextVar[OutputSink | None] = ContextVar("current_output_sink", default=None)
+
+
+class ProgressReporter:
+    """An :data:`OutputSink` sending each chunk as ``notifications/progress`` for the call's token:
+    ``progress`` is the characters sent so far (it only grows), ``message`` the chunk."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        self._session = ctx.session
+        self.sent = 0
+
+    async def __call__(self, chunk: str) -> None:
+        self.sent += len(chunk)
+        await self._session.report_progress(self.sent, None, chunk)
+
+
+def output_sink(ctx: ServerRequestContext[Any, Any]) -> OutputSink | None:
+    """A progress reporter when the call asked for progress, else ``None`` (nothing to pay)."""
+    return ProgressReporter(ctx) if progress_token_from_params(ctx.params) is not None else None
+
+
+class LogLevel:
+    """The least level of ``notifications/message`` sent (``logging/setLevel``; one gateway, one level)."""
+
+    def __init__(self, level: types.LoggingLevel = "info") -> None:
+        self.level = level
+
+    async def set_level(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        self.level = params.level
+        return types.EmptyResult()
+
+
+class RunningCalls:
+    """Tool calls in progress by JSON-RPC request id, for ``notifications/cancelled``.
+
+    Stateless clients share one id space (each numbers its requests from the start), so a cancel
+    naming an id that more than one running call has is ambiguous and cancels none."""
+
+    def __init__(self) -> None:
+        self._scopes: dict[types.RequestId, list[anyio.CancelScope]] = {}
+
+    @contextlib.contextmanager
+    def track(self, request_id: types.RequestId | None) -> Iterator[anyio.CancelScope]:
+        with anyio.CancelScope() as scope:
+            if request_id is None:
+                yield scope
+                return
+            scopes = self._scopes.setdefault(request_id, [])
+            scopes.append(scope)
+            try:
+                yield scope
+            finally:
+                scopes.remove(scope)
+                if not scopes:
+                    del self._scopes[request_id]
+
+    def cancel(self, request_id: types.RequestId | None) -> bool:
+        scopes = self._scopes.get(request_id) if request_id is not None else None
+        if not scopes:
+            return False
+        if len(scopes) > 1:
+            logger.warning("not cancelling request %r: %d running calls have that id", request_id, len(scopes))
+            return False
+        scopes[0].cancel()
+        return True
+
+    async def on_cancelled(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CancelledNotificationParams
+    ) -> None:
+        self.cancel(params.request_id)
+
+
+def install(server: Server, calls: RunningCalls, log_level: LogLevel) -> None:
+    """Register the cancellation and log-level handlers (the latter declares the ``logging`` capability)."""
+    server.add_notification_handler("notifications/cancelled", types.CancelledNotificationParams, calls.on_cancelled)
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, log_level.set_level)
+
+
+class ProgressSplitter:
+    """ASGI in front of the JSON endpoint: ``tools/call`` requests with a progress token (and an
+    ``Accept`` that allows SSE) go to the SSE endpoint, everything else to the JSON one untouched.
+
+    Only bodies up to ``max_body`` with a ``Content-Length`` are looked at; larger ones keep the
+    JSON path (and its body limit)."""
+
+    def __init__(self, json_endpoint: ASGIApp, sse_endpoint: ASGIApp, *, max_body: int) -> None:
+        self.json_endpoint = json_endpoint
+        self.sse_endpoint = sse_endpoint
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.json_endpoint(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        length = request.headers.get("content-length", "")
+        if not length.isdigit() or int(length) > self.max_body or not check_accept_headers(request)[1]:
+            await self.json_endpoint(scope, receive, send)
+            return
+        body = await request.body()
+        endpoint = self.sse_endpoint if _wants_progress(body) else self.json_endpoint
+        await endpoint(scope, _replay(body, receive), send)
+
+
+def _wants_progress(body: bytes) -> bool:
+    if b"progressToken" not in body:
+        return False
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return (
+        isinstance(message, dict)
+        and message.get("method") == "tools/call"
+        and progress_token_from_params(message.get("params") if isinstance(message.get("params"), dict) else None)
+        is not None
+    )
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` for an app that reads a body this layer has already read."""
+    pending = True
+
+    async def replay() -> Message:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def sse_endpoint(server: Server, **transport: Any) -> tuple[ASGIApp, StreamableHTTPSessionManager]:
+    """The server's second, SSE-answering endpoint (same transport settings as the JSON one), and
+    its session manager, whose ``run()`` :func:`chain_lifespan` ties to the JSON manager's."""
+    manager = StreamableHTTPSessionManager(app=server, json_response=False, stateless=True, **transport)
+    return StreamableHTTPASGIApp(manager), manager
+
+
+def chain_lifespan(server: Server, manager: StreamableHTTPSessionManager) -> None:
+    """Run ``manager`` inside the server's lifespan, so the host app's one
+    ``server.session_manager.run()`` starts both endpoints (the SDK enters the server lifespan
+    once per manager: the inner entry, from ``manager`` itself, only passes the state through)."""
+    inner: Callable[[Server], AbstractAsyncContextManager[Any]] = server.lifespan
+    state: list[Any] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Server) -> AsyncIterator[Any]:
+        if state:
+            yield state[0]
+            return
+        async with inner(app) as value:
+            state.append(value)
+            try:
+                async with manager.run():
+                    yield value
+            finally:
+                state.clear()
+
+    server.lifespan = lifespan
+
+
+def cancelled_result() -> types.CallToolResult:
+    """What a call cancelled by ``notifications/cancelled`` returns (the client no longer waits for it)."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text="cancelled by the client")], is_error=True)
