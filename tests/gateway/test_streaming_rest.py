@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -125,3 +126,37 @@ def test_a_client_leaving_mid_stream_ends_only_its_stream(gateway: str) -> None:
     view = httpx.post(f"{gateway}/v1/shell/view", json={"id": session}, timeout=10).json()["data"]
     assert view["output"].endswith("tick-20\n")
     assert httpx.get(f"{gateway}/health", timeout=5).status_code == 200
+
+
+def rss_bytes() -> int:
+    """This process's resident memory (the gateway under test runs in it)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_a_gigabyte_streams_through_in_bounded_memory(gateway: str) -> None:
+    stream_exec(gateway, {"command": "seq 1 100000"})  # warm up: first-use allocations out of the measure
+    before = rss_bytes()
+    size = 1_000_000_000
+    received = 0
+    started = time.monotonic()
+    with httpx.stream(
+        "POST",
+        f"{gateway}/v1/shell/exec",
+        headers=SSE,
+        timeout=120,
+        json={"command": f"yes 0123456789abcdef | head -c {size}", "timeout": 300},
+    ) as response:
+        for name, data in events(response):
+            if name == "output":
+                received += len(data["output"])
+            else:
+                final = data["data"]
+    elapsed = time.monotonic() - started
+    growth = rss_bytes() - before
+    print(f"\n1 GB streamed in {elapsed:.1f} s, {received / 1e6:.0f} MB received, RSS growth {growth / 1e6:.1f} MB")
+    assert final["status"] == "completed" and final["exit_code"] == 0
+    assert len(final["output"]) < 40_000  # the result keeps the output limit
+    assert growth < 100_000_000
