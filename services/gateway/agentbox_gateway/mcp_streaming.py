@@ -28,6 +28,8 @@ from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agentbox_common.mcp_progress import LogLevel, progress_reporter
+
 from .planes.streaming import OutputSink
 
 logger = logging.getLogger(__name__)
@@ -37,35 +39,9 @@ logger = logging.getLogger(__name__)
 current_output_sink: ContextVar[OutputSink | None] = ContextVar("current_output_sink", default=None)
 
 
-class ProgressReporter:
-    """An :data:`OutputSink` sending each chunk as ``notifications/progress`` for the call's token:
-    ``progress`` is the characters sent so far (it only grows), ``message`` the chunk."""
-
-    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
-        self._session = ctx.session
-        self.sent = 0
-
-    async def __call__(self, chunk: str) -> None:
-        self.sent += len(chunk)
-        await self._session.report_progress(self.sent, None, chunk)
-
-
 def output_sink(ctx: ServerRequestContext[Any, Any]) -> OutputSink | None:
     """A progress reporter when the call asked for progress, else ``None`` (nothing to pay)."""
-    return ProgressReporter(ctx) if progress_token_from_params(ctx.params) is not None else None
-
-
-class LogLevel:
-    """The least level of ``notifications/message`` sent (``logging/setLevel``; one gateway, one level)."""
-
-    def __init__(self, level: types.LoggingLevel = "info") -> None:
-        self.level = level
-
-    async def set_level(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
-    ) -> types.EmptyResult:
-        self.level = params.level
-        return types.EmptyResult()
+    return progress_reporter(ctx)
 
 
 class RunningCalls:
@@ -111,7 +87,7 @@ class RunningCalls:
 def install(server: Server, calls: RunningCalls, log_level: LogLevel) -> None:
     """Register the cancellation and log-level handlers (the latter declares the ``logging`` capability)."""
     server.add_notification_handler("notifications/cancelled", types.CancelledNotificationParams, calls.on_cancelled)
-    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, log_level.set_level)
+    log_level.install(server)
 
 
 class ProgressSplitter:

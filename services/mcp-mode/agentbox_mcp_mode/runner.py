@@ -25,7 +25,7 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import SchemaError, ValidationError
 
-from .adapters.base import TIMEOUT_EXIT_CODE, Adapter, AgentRequest, add_usage
+from .adapters.base import TIMEOUT_EXIT_CODE, Adapter, AgentRequest, EventSink, add_usage
 from .run_stats import RUN_STATS
 
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
@@ -172,11 +172,14 @@ class RunOutcome:
         return None
 
 
-async def run_with_json_retry(adapter: Adapter, request: AgentRequest, retries: int) -> RunOutcome:
-    """Run ``request``; with ``request.json_schema`` validate and retry in fresh sessions."""
+async def run_with_json_retry(
+    adapter: Adapter, request: AgentRequest, retries: int, on_event: EventSink | None = None
+) -> RunOutcome:
+    """Run ``request``; with ``request.json_schema`` validate and retry in fresh sessions.
+    ``on_event`` sees every attempt's events as they come."""
     RUN_STATS.started += 1
     try:
-        outcome = await _run_attempts(adapter, request, retries)
+        outcome = await _run_attempts(adapter, request, retries, on_event)
     except BaseException:  # cancelled (client gone, shutdown) or the adapter broke
         RUN_STATS.failed += 1
         raise
@@ -187,11 +190,13 @@ async def run_with_json_retry(adapter: Adapter, request: AgentRequest, retries: 
     return outcome
 
 
-async def _run_attempts(adapter: Adapter, request: AgentRequest, retries: int) -> RunOutcome:
+async def _run_attempts(
+    adapter: Adapter, request: AgentRequest, retries: int, on_event: EventSink | None
+) -> RunOutcome:
     outcome = RunOutcome()
     current = request
     for index in range(retries + 1):
-        result = await adapter.run(current)
+        result = await adapter.run(current, on_event)
         add_usage(outcome.usage, result.usage)
         outcome.text, outcome.exit_code, outcome.stderr = result.text, result.exit_code, result.stderr
         outcome.session_id, outcome.reason = result.session_id or outcome.session_id, result.reason

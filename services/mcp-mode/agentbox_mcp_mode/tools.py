@@ -24,6 +24,7 @@ from mcp import types
 
 from .adapters.base import Adapter, AgentRequest, AgentRequestError
 from .locks import WorkspaceBusy, WorkspaceLocks
+from .mcp_progress import current_agent_events
 from .runner import check_schema, run_with_json_retry
 from .settings import McpModeSettings
 from .workspace import Workspace, WorkspaceError
@@ -226,7 +227,9 @@ class McpTools:
         try:
             with self.locks.hold(cwd):
                 started = time.monotonic()
-                outcome = await run_with_json_retry(self.adapter, request, self.settings.json_retries)
+                outcome = await run_with_json_retry(
+                    self.adapter, request, self.settings.json_retries, current_agent_events.get()
+                )
         except WorkspaceBusy as exc:
             raise ToolFailed(str(exc)) from None
         details: dict[str, Any] = {
