@@ -35,6 +35,15 @@ class Progress:
     def text(self) -> str:
         return "".join(message or "" for _, _, message in self.events)
 
+    def arrival(self, text: str) -> float:
+        """When the messages so far first held ``text`` (one write may come as several chunks)."""
+        seen = ""
+        for at, _, message in self.events:
+            seen += message or ""
+            if text in seen:
+                return at
+        raise AssertionError(f"{text!r} never arrived in {seen!r}")
+
 
 def payload(result: Any) -> dict[str, Any]:
     assert not result.is_error, result
@@ -85,10 +94,12 @@ async def test_cancelling_kills_the_command_and_its_children(mcp_url: str, mode:
 
                 tg.start_soon(run)
                 assert await eventually(lambda: len(live_processes(f"sleep {token}")) == 2, 10)
+                assert await eventually(lambda: progress.text, 10)
                 tg.cancel_scope.cancel()
         assert await eventually(lambda: not live_processes(f"sleep {token}"), 5), live_processes(f"sleep {token}")
         after = payload(await client.call_tool("sandbox_execute_bash", {"cmd": "echo next"}))
-    assert after["output"] == "next\n" and after["exit_code"] == 0
+    # (bash may report the killed background job first, as after any kill)
+    assert after["output"].endswith("next\n") and after["exit_code"] == 0
     assert progress.text.startswith("started")
 
 
@@ -119,3 +130,24 @@ async def test_logging_capability_and_set_level(mcp_url: str) -> None:
     async with Client(mcp_url, mode="legacy") as client:
         assert client.server_capabilities.logging is not None
         await client.set_logging_level("warning")
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize(
+    ("language", "code"),
+    [
+        ("python", "import time\nprint('first', flush=True)\ntime.sleep(2)\nprint('last')"),
+        ("javascript", "console.log('first'); setTimeout(() => console.log('last'), 2000);"),
+    ],
+)
+async def test_code_output_arrives_while_it_runs(mcp_url: str, mode: str, language: str, code: str) -> None:
+    progress = Progress()
+    async with Client(mcp_url, mode=mode) as client:
+        result = await client.call_tool(
+            "sandbox_execute_code", {"language": language, "code": code}, progress_callback=progress
+        )
+    finished = time.monotonic() - progress.started
+    assert not result.is_error, result
+    assert result.content[0].text == "first\nlast\n"
+    assert progress.text == "first\nlast\n"
+    assert progress.arrival("first\n") < finished - 1.0 and "last" not in progress.events[0][2]
