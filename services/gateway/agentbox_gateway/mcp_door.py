@@ -73,7 +73,7 @@ def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = 
                 current_output_sink.reset(sink)
                 current_request.reset(token)
         if upstreams is not None:
-            result = await upstreams.call_tool(name, params.arguments)
+            result = await upstreams.call_tool(name, params.arguments, mcp_streaming.progress_relay(ctx))
             if result is not None:
                 return result
         raise MCPError(types.INVALID_PARAMS, f"unknown tool: {name}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from typing import Any
@@ -42,6 +42,23 @@ current_output_sink: ContextVar[OutputSink | None] = ContextVar("current_output_
 def output_sink(ctx: ServerRequestContext[Any, Any]) -> OutputSink | None:
     """A progress reporter when the call asked for progress, else ``None`` (nothing to pay)."""
     return progress_reporter(ctx)
+
+
+def progress_relay(ctx: ServerRequestContext[Any, Any]) -> Callable[[dict[str, Any]], Awaitable[None]] | None:
+    """Passes an upstream's progress on to this call's client, as sent (``None``: none asked for)."""
+    if progress_token_from_params(ctx.params) is None:
+        return None
+
+    async def relay(params: dict[str, Any]) -> None:
+        progress, total, message = params.get("progress"), params.get("total"), params.get("message")
+        if isinstance(progress, int | float) and not isinstance(progress, bool):
+            await ctx.session.report_progress(
+                progress,
+                total if isinstance(total, int | float) else None,
+                message if isinstance(message, str) else None,
+            )
+
+    return relay
 
 
 class RunningCalls:

@@ -1,0 +1,92 @@
+"""Long calls to aggregated upstream tools: the upstream's progress reaches the gateway's client,
+and a client cancelling (closing its stream, or ``notifications/cancelled``) stops the upstream's
+work — with a real SDK upstream answering in SSE behind a real gateway."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+
+from agentbox_gateway.app import build_app
+from agentbox_gateway.settings import GatewaySettings
+from tests.gateway.test_aggregation_fakes import _mounted
+from tests.gateway.test_shell_plane import eventually
+from tests.gateway.test_streaming_mcp import ERAS, Progress
+from tests.support.servers import serve_app
+
+pytestmark = pytest.mark.anyio
+
+
+class Upstream:
+    """An SDK upstream whose ``steps`` tool reports progress between pauses and whose ``wait`` tool
+    runs until cancelled (and says so)."""
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.cancelled = 0
+        mcp = MCPServer("long-upstream")
+
+        @mcp.tool(description="Three steps, a progress report after each.")
+        async def up_steps(ctx: Context) -> str:
+            for step in (1, 2, 3):
+                await ctx.report_progress(step, 3, f"step {step}")
+                await asyncio.sleep(0.5)
+            return "all steps done"
+
+        @mcp.tool(description="Wait until cancelled.")
+        async def up_wait() -> str:
+            self.started += 1
+            try:
+                await asyncio.sleep(100)
+            except asyncio.CancelledError:
+                self.cancelled += 1
+                raise
+            return "never"
+
+        self.app = _mounted(mcp, mcp.streamable_http_app(json_response=False, stateless_http=True))
+
+
+@pytest.fixture
+def upstream() -> Upstream:
+    return Upstream()
+
+
+@pytest.fixture
+def aggregating_gateway(upstream: Upstream, gateway_settings: GatewaySettings, tmp_path: Path) -> Iterator[str]:
+    with serve_app(upstream.app) as upstream_url:
+        settings = replace(gateway_settings, mcp_servers={"up": {"url": f"{upstream_url}/mcp"}})
+        with serve_app(build_app(settings)) as url:
+            yield f"{url}/mcp"
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_upstream_progress_reaches_the_client(aggregating_gateway: str, mode: str) -> None:
+    progress = Progress()
+    async with Client(aggregating_gateway, mode=mode) as client:
+        result = await client.call_tool("up_steps", {}, progress_callback=progress)
+    finished = time.monotonic() - progress.started
+    assert result.content[0].text == "all steps done"
+    assert [(value, message) for _, value, message in progress.events] == [(1, "step 1"), (2, "step 2"), (3, "step 3")]
+    assert progress.events[0][0] < finished - 0.8
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_cancelling_stops_the_upstream_call(aggregating_gateway: str, upstream: Upstream, mode: str) -> None:
+    async with Client(aggregating_gateway, mode=mode) as client:
+        with anyio.move_on_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: client.call_tool("up_wait", {}, progress_callback=Progress()))
+                assert await eventually(lambda: upstream.started == 1, 10)
+                tg.cancel_scope.cancel()
+        assert await eventually(lambda: upstream.cancelled == 1, 5)
+        again = await client.call_tool("up_steps", {})
+    assert again.content[0].text == "all steps done"
