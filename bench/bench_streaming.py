@@ -30,25 +30,12 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._harness import BIN, gateway, interleaved, listening, percentile, print_latencies, tool_call_body
+from tests.support.sse import sse_events
 
 HEADERS = {"Accept": "application/json, text/event-stream"}
 WARMUP = 20
 #: Prints its wall clock as it starts each line, then waits, so every chunk is its own event.
 CLOCK_COMMAND = "for i in $(seq 1 {n}); do echo $EPOCHREALTIME; sleep 0.05; done"
-
-
-def sse_data(response: httpx.Response) -> Iterator[tuple[str, dict]]:
-    """``(event, data)`` of an SSE answer as each arrives."""
-    name, data = "message", []
-    for line in response.iter_lines():
-        if not line:
-            if data:
-                yield name, json.loads("\n".join(data))
-            name, data = "message", []
-        elif line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
 
 
 def lags(texts: Iterator[str]) -> list[float]:
@@ -67,7 +54,7 @@ def mcp_lags(client: httpx.Client, url: str, chunks: int) -> list[float]:
     def messages() -> Iterator[str]:
         with client.stream("POST", f"{url}/mcp", json=body, headers=HEADERS) as response:
             assert response.headers["content-type"].startswith("text/event-stream")
-            for _, message in sse_data(response):
+            for _, message in sse_events(response):
                 if message.get("method") == "notifications/progress":
                     yield message["params"]["message"]
                 else:
@@ -80,7 +67,7 @@ def rest_lags(client: httpx.Client, url: str, chunks: int) -> list[float]:
     def outputs() -> Iterator[str]:
         body = {"command": CLOCK_COMMAND.format(n=chunks)}
         with client.stream("POST", f"{url}/v1/shell/exec", json=body, headers={"Accept": "text/event-stream"}) as r:
-            for name, data in sse_data(r):
+            for name, data in sse_events(r):
                 if name == "output":
                     yield data["output"]
 
@@ -127,8 +114,10 @@ def main() -> None:
             streamed["MCP progress (SSE)"] += mcp_lags(client, url, args.chunks)
             streamed["REST /v1/shell/exec (SSE)"] += rest_lags(client, url, args.chunks)
         baseline = "main's gateway" if args.main else "a second process of this code"
-        calls = {"echo hi, no progress token (this code)": echo_hi(client, url),
-                 f"echo hi, no progress token ({baseline})": echo_hi(client, other)}
+        calls = {
+            "echo hi, no progress token (this code)": echo_hi(client, url),
+            f"echo hi, no progress token ({baseline})": echo_hi(client, other),
+        }
         samples = interleaved(calls, args.calls, WARMUP)
     print(f"1. command output -> client, {args.runs} runs x {args.chunks} lines per door, {os.cpu_count()} CPUs\n")
     print_latencies(streamed, label="door", width=44, counts=True)

@@ -4,32 +4,17 @@ that agree with ``/v1/bash/output``, and a client leaving mid-stream."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from tests.gateway.test_shell_plane import live_processes, sleep_token
+from tests.support.sse import sse_events
 
 SSE = {"Accept": "text/event-stream"}
-
-
-def events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(event, data)`` pairs of an SSE answer, as they arrive (keep-alive comments skipped)."""
-    name, data = "message", []
-    for line in response.iter_lines():
-        if not line:
-            if data:
-                yield name, json.loads("\n".join(data))
-            name, data = "message", []
-        elif line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
 
 
 def stream_exec(gateway: str, body: dict[str, Any]) -> tuple[list[tuple[float, str]], dict[str, Any]]:
@@ -40,7 +25,7 @@ def stream_exec(gateway: str, body: dict[str, Any]) -> tuple[list[tuple[float, s
     with httpx.stream("POST", f"{gateway}/v1/shell/exec", json=body, headers=SSE, timeout=30) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
-        for name, data in events(response):
+        for name, data in sse_events(response):
             if name == "output":
                 chunks.append((time.monotonic() - started, data["output"]))
             else:
@@ -116,7 +101,7 @@ def test_a_client_leaving_mid_stream_ends_only_its_stream(gateway: str) -> None:
     with httpx.stream(
         "POST", f"{gateway}/v1/shell/exec", json={"command": command}, headers=SSE, timeout=30
     ) as response:
-        name, data = next(events(response))
+        name, data = next(sse_events(response))
         assert name == "output" and data["output"].startswith("tick-1")
         session = data["session_id"]
     thread.join(30)
@@ -149,7 +134,7 @@ def test_a_gigabyte_streams_through_in_bounded_memory(gateway: str) -> None:
         timeout=120,
         json={"command": f"yes 0123456789abcdef | head -c {size}", "timeout": 300},
     ) as response:
-        for name, data in events(response):
+        for name, data in sse_events(response):
             if name == "output":
                 received += len(data["output"])
             else:

@@ -26,8 +26,9 @@ from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from starlette.requests import Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agentbox_common.asgi import replay_body
 from agentbox_common.mcp_progress import LogLevel, progress_reporter
 
 from .planes.streaming import OutputSink
@@ -130,7 +131,7 @@ class ProgressSplitter:
             return
         body = await request.body()
         endpoint = self.sse_endpoint if _wants_progress(body) else self.json_endpoint
-        await endpoint(scope, _replay(body, receive), send)
+        await endpoint(scope, replay_body(body, receive), send)
 
 
 def _wants_progress(body: bytes) -> bool:
@@ -146,20 +147,6 @@ def _wants_progress(body: bytes) -> bool:
         and progress_token_from_params(message.get("params") if isinstance(message.get("params"), dict) else None)
         is not None
     )
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """``receive`` for an app that reads a body this layer has already read."""
-    pending = True
-
-    async def replay() -> Message:
-        nonlocal pending
-        if pending:
-            pending = False
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 def sse_endpoint(server: Server, **transport: Any) -> tuple[ASGIApp, StreamableHTTPSessionManager]:

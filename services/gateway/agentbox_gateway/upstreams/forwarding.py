@@ -37,8 +37,9 @@ from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agentbox_common.asgi import replay_body
 from agentbox_common.observability import ToolOutcome, note_tool_call
 
 from .client import UpstreamRpcError
@@ -75,7 +76,7 @@ class UpstreamCallForwarder:
             return
         forwarded = self._forwardable(body, version, request.headers)
         if forwarded is None:
-            await self.door(scope, _replay(body, receive), send)
+            await self.door(scope, replay_body(body, receive), send)
             return
         request_id, name, route, arguments = forwarded
         started = time.perf_counter()
@@ -174,17 +175,3 @@ def _outcome(answer: dict[str, Any]) -> ToolOutcome:
     if "error" in answer:
         return ToolOutcome.JSONRPC_ERROR
     return ToolOutcome.IS_ERROR if answer["result"].get("isError") else ToolOutcome.OK
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """``receive`` for an app that reads a body this layer has already read."""
-    pending = True
-
-    async def replay() -> Message:
-        nonlocal pending
-        if pending:
-            pending = False
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
