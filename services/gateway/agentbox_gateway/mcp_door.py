@@ -15,10 +15,11 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.routing import Route
 
+from agentbox_common.mcp_progress import LogLevel, RunningCalls, cancelled_result
 from agentbox_common.observability import ToolOutcome, note_tool_call
 
 from . import __version__, mcp_streaming
-from .mcp_streaming import LogLevel, RunningCalls, current_output_sink, output_sink
+from .mcp_streaming import current_output_sink, output_sink
 from .mcp_tools.registry import ToolRegistry, current_request
 from .settings import MAX_MCP_BODY_BYTES
 from .upstreams import UpstreamCallForwarder, UpstreamRouter
@@ -50,7 +51,7 @@ def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = 
             with running.track(ctx.request_id) as scope:
                 result = await route_call(ctx, params)
             if scope.cancelled_caught:
-                result = mcp_streaming.cancelled_result()
+                result = cancelled_result()
         except MCPError:
             note_tool_call(params.name if known(params.name) else UNKNOWN_TOOL, ToolOutcome.JSONRPC_ERROR,
                            time.perf_counter() - started)

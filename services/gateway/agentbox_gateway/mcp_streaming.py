@@ -14,13 +14,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from typing import Any
 
-import anyio
-from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
@@ -29,7 +27,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common.asgi import replay_body
-from agentbox_common.mcp_progress import LogLevel, progress_reporter
+from agentbox_common.mcp_progress import LogLevel, RunningCalls, progress_reporter
 
 from .planes.streaming import OutputSink
 
@@ -62,49 +60,9 @@ def progress_relay(ctx: ServerRequestContext[Any, Any]) -> Callable[[dict[str, A
     return relay
 
 
-class RunningCalls:
-    """Tool calls in progress by JSON-RPC request id, for ``notifications/cancelled``.
-
-    Stateless clients share one id space (each numbers its requests from the start), so a cancel
-    naming an id that more than one running call has is ambiguous and cancels none."""
-
-    def __init__(self) -> None:
-        self._scopes: dict[types.RequestId, list[anyio.CancelScope]] = {}
-
-    @contextlib.contextmanager
-    def track(self, request_id: types.RequestId | None) -> Iterator[anyio.CancelScope]:
-        with anyio.CancelScope() as scope:
-            if request_id is None:
-                yield scope
-                return
-            scopes = self._scopes.setdefault(request_id, [])
-            scopes.append(scope)
-            try:
-                yield scope
-            finally:
-                scopes.remove(scope)
-                if not scopes:
-                    del self._scopes[request_id]
-
-    def cancel(self, request_id: types.RequestId | None) -> bool:
-        scopes = self._scopes.get(request_id) if request_id is not None else None
-        if not scopes:
-            return False
-        if len(scopes) > 1:
-            logger.warning("not cancelling request %r: %d running calls have that id", request_id, len(scopes))
-            return False
-        scopes[0].cancel()
-        return True
-
-    async def on_cancelled(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CancelledNotificationParams
-    ) -> None:
-        self.cancel(params.request_id)
-
-
 def install(server: Server, calls: RunningCalls, log_level: LogLevel) -> None:
     """Register the cancellation and log-level handlers (the latter declares the ``logging`` capability)."""
-    server.add_notification_handler("notifications/cancelled", types.CancelledNotificationParams, calls.on_cancelled)
+    calls.install(server)
     log_level.install(server)
 
 
@@ -177,8 +135,3 @@ def chain_lifespan(server: Server, manager: StreamableHTTPSessionManager) -> Non
                 state.clear()
 
     server.lifespan = lifespan
-
-
-def cancelled_result() -> types.CallToolResult:
-    """What a call cancelled by ``notifications/cancelled`` returns (the client no longer waits for it)."""
-    return types.CallToolResult(content=[types.TextContent(type="text", text="cancelled by the client")], is_error=True)
