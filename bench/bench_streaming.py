@@ -4,7 +4,9 @@
    client subtracts it from the moment the chunk is parsed out of the stream; over ``/mcp`` (a
    ``tools/call`` with a ``progressToken``: the output rides ``notifications/progress`` on the SSE
    answer) and over ``POST /v1/shell/exec`` with ``Accept: text/event-stream``. Target p50 <= 50 ms.
-2. ``sandbox_execute_bash`` with ``echo hi`` and no progress token (the JSON hot path) on this
+2. With ``--gigabyte``: a command printing 1 GB streamed over ``/mcp`` progress, the gateway
+   process's RSS before and after (target: no growth with the output).
+3. ``sandbox_execute_bash`` with ``echo hi`` and no progress token (the JSON hot path) on this
    code's gateway beside main's gateway (``aiod start`` run from a ``git archive main`` copy given
    with ``--main``, same venv, same machine), calls interleaved. Target ratio <= 1.05. Without
    ``--main`` the second contender is a second gateway process of this code (noise floor).
@@ -89,6 +91,39 @@ def main_gateway(main_tree: str | None) -> Iterator[str]:
         yield url
 
 
+def rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def gigabyte(client: httpx.Client) -> None:
+    """1 GB through ``/mcp`` progress from a fresh gateway process; prints its RSS before/after."""
+    size = 1_000_000_000
+    body = tool_call_body("sandbox_execute_bash", {"cmd": f"yes 0123456789abcdef | head -c {size}", "timeout": 600})
+    body["params"]["_meta"] = {"progressToken": "gb"}
+    with listening([os.path.join(BIN, "aiod"), "start"]) as (url, process):
+        client.post(f"{url}/mcp", json=tool_call_body("sandbox_execute_bash", {"cmd": "seq 1 100000"}), headers=HEADERS)
+        before = rss(process.pid)
+        received, started, peak = 0, time.monotonic(), before
+        with client.stream("POST", f"{url}/mcp", json=body, headers=HEADERS, timeout=600) as response:
+            for _, message in sse_events(response):
+                if message.get("method") == "notifications/progress":
+                    received += len(message["params"]["message"])
+                    if received % 50_000_000 < 64_000:
+                        peak = max(peak, rss(process.pid))
+                else:
+                    output = json.loads(message["result"]["content"][0]["text"])["output"]
+        elapsed = time.monotonic() - started
+        after = rss(process.pid)
+    print(
+        f"\n1 GB over /mcp progress: {elapsed:.1f} s, {received / 1e6:.0f} MB received, result output "
+        f"{len(output):,} characters; gateway RSS {before / 2**20:.0f} MiB before, {after / 2**20:.0f} MiB after "
+        f"(peak seen {peak / 2**20:.0f} MiB)"
+    )
+
+
 def echo_hi(client: httpx.Client, url: str) -> Callable[[], None]:
     body = tool_call_body("sandbox_execute_bash", {"cmd": "echo hi"})
 
@@ -107,6 +142,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=40, help="timed lines per streaming run")
     parser.add_argument("--runs", type=int, default=5, help="streaming runs per door")
     parser.add_argument("--main", default=None, metavar="DIR", help="a `git archive main` copy")
+    parser.add_argument("--gigabyte", action="store_true", help="also stream 1 GB and watch the gateway's RSS")
     args = parser.parse_args()
     with gateway() as url, main_gateway(args.main) as other, httpx.Client(timeout=60) as client:
         streamed = {"MCP progress (SSE)": [], "REST /v1/shell/exec (SSE)": []}
@@ -121,7 +157,10 @@ def main() -> None:
         samples = interleaved(calls, args.calls, WARMUP)
     print(f"1. command output -> client, {args.runs} runs x {args.chunks} lines per door, {os.cpu_count()} CPUs\n")
     print_latencies(streamed, label="door", width=44, counts=True)
-    print(f"\n2. hot path: echo hi over /mcp, N={args.calls} each, interleaved\n")
+    if args.gigabyte:
+        with httpx.Client(timeout=60) as client:
+            gigabyte(client)
+    print(f"\n3. hot path: echo hi over /mcp, N={args.calls} each, interleaved\n")
     print_latencies(samples, width=56)
     ours, theirs = (percentile(values, 0.5) for values in samples.values())
     print(f"\nstreamed p50 (MCP): {percentile(streamed['MCP progress (SSE)'], 0.5):.2f} ms (target <= 50)")

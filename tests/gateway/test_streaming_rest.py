@@ -1,16 +1,22 @@
 """``POST /v1/shell/exec`` with ``Accept: text/event-stream`` through a real gateway, read with
 httpx streaming: output events while the command runs, the JSON answer as the last event, offsets
-that agree with ``/v1/bash/output``, and a client leaving mid-stream."""
+that agree with ``/v1/bash/output``, a client leaving mid-stream, a gigabyte in bounded memory; and
+the shell plane's stream holding a command back for a slow reader."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from agentbox_gateway.planes.shell import OUTPUT_LIMIT, ShellPlane
+from agentbox_gateway.planes.shell.output import STREAM_KEEP
+from agentbox_gateway.settings import GatewaySettings
 from tests.gateway.test_shell_plane import live_processes, sleep_token
 from tests.support.sse import sse_events
 
@@ -145,3 +151,23 @@ def test_a_gigabyte_streams_through_in_bounded_memory(gateway: str) -> None:
     assert final["status"] == "completed" and final["exit_code"] == 0
     assert len(final["output"]) < 40_000  # the result keeps the output limit
     assert growth < 100_000_000
+
+
+@pytest.mark.anyio
+async def test_a_slow_reader_pauses_the_command_and_misses_nothing() -> None:
+    """Far more output than the buffer keeps, read slowly: the command waits for the reader."""
+    plane = ShellPlane(GatewaySettings())
+    received: list[str] = []
+
+    async def slow(chunk: str) -> None:
+        received.append(chunk)
+        await asyncio.sleep(0.01)
+
+    try:
+        record = await plane.run("seq 1 400000", on_output=slow)
+    finally:
+        await plane.aclose()
+    expected = "".join(f"{i}\n" for i in range(1, 400001))
+    assert len(expected) > 3 * STREAM_KEEP
+    assert "".join(received) == expected
+    assert record.exit_code == 0 and len(record.output.text(OUTPUT_LIMIT)) < OUTPUT_LIMIT + 100

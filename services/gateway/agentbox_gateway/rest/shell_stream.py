@@ -3,8 +3,8 @@ while it runs, then the answer the JSON request would have got.
 
 Events: ``output`` (``{"session_id", "command_id", "output"}``, the new interleaved output, in
 order) and one final ``result`` (the whole ``{"success", "message", "data", "hint"}`` envelope).
-The stream reads the command's bounded output buffer (a reader slower than the command sees a
-truncation marker; memory never grows with the output). A client that goes away ends only its
+The stream reads the command's bounded output buffer; a reader slower than the command holds it
+back as a pipe would (it misses nothing, and memory never grows with the output). A client that goes away ends only its
 stream: the command keeps running in its session, as after the JSON request's ``timeout``."""
 
 from __future__ import annotations
