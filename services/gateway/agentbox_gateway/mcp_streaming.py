@@ -23,7 +23,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common.asgi import replay_body
@@ -87,7 +87,10 @@ class ProgressSplitter:
         if not length.isdigit() or int(length) > self.max_body or not check_accept_headers(request)[1]:
             await self.json_endpoint(scope, receive, send)
             return
-        body = await request.body()
+        try:
+            body = await request.body()
+        except ClientDisconnect:
+            return
         endpoint = self.sse_endpoint if _wants_progress(body) else self.json_endpoint
         await endpoint(scope, replay_body(body, receive), send)
 
