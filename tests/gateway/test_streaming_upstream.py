@@ -1,16 +1,19 @@
 """Long calls to aggregated upstream tools: the upstream's progress reaches the gateway's client,
 and a client cancelling (closing its stream, or ``notifications/cancelled``) stops the upstream's
-work — with a real SDK upstream answering in SSE behind a real gateway."""
+work, on the streamed path and on the JSON hot path — with a real SDK upstream answering in SSE
+behind a real gateway."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 from mcp import Client
 from mcp.server import MCPServer
@@ -21,6 +24,7 @@ from agentbox_gateway.settings import GatewaySettings
 from tests.gateway.test_aggregation_fakes import _mounted
 from tests.gateway.test_shell_plane import eventually
 from tests.gateway.test_streaming_mcp import ERAS, Progress
+from tests.support.jsonrpc import rpc
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.anyio
@@ -90,3 +94,30 @@ async def test_cancelling_stops_the_upstream_call(aggregating_gateway: str, upst
         assert await eventually(lambda: upstream.cancelled == 1, 5)
         again = await client.call_tool("up_steps", {})
     assert again.content[0].text == "all steps done"
+
+
+def test_notifications_cancelled_stops_a_forwarded_call(aggregating_gateway: str, upstream: Upstream) -> None:
+    """The JSON hot path (no progress token, the forwarder): the cancel names the request id."""
+    with ThreadPoolExecutor(1) as pool:
+        started = time.monotonic()
+        call = pool.submit(rpc, aggregating_gateway, "tools/call", {"name": "up_wait", "arguments": {}}, id=93)
+        deadline = time.monotonic() + 10
+        while upstream.started == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        cancel = httpx.post(
+            aggregating_gateway,
+            json={"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 93}},
+            headers={"Accept": "application/json, text/event-stream"},
+            timeout=10,
+        )
+        assert cancel.status_code == 202
+        answer = call.result(timeout=20)
+    assert time.monotonic() - started < 10
+    assert answer.json()["result"] == {
+        "content": [{"type": "text", "text": "cancelled by the client"}],
+        "isError": True,
+    }
+    deadline = time.monotonic() + 5
+    while upstream.cancelled == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert upstream.cancelled == 1

@@ -33,9 +33,12 @@ INSTRUCTIONS = (
 )
 
 
-def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = None) -> Server:
+def build_mcp_server(
+    registry: ToolRegistry, upstreams: UpstreamRouter | None = None, running: RunningCalls | None = None
+) -> Server:
+    """``running``: the calls ``notifications/cancelled`` may name (share it with the routes' forwarder)."""
     reserved = set(registry.names)
-    running = RunningCalls()
+    running = running if running is not None else RunningCalls()
 
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
@@ -99,7 +102,12 @@ def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = 
 
 
 def build_mcp_routes(
-    server: Server, host: str, *, upstreams: UpstreamRouter | None = None, builtins: frozenset[str] = frozenset()
+    server: Server,
+    host: str,
+    *,
+    upstreams: UpstreamRouter | None = None,
+    builtins: frozenset[str] = frozenset(),
+    running: RunningCalls | None = None,
 ) -> list[Route]:
     """``/mcp``: the SDK's streamable-HTTP endpoint (stateless, JSON answers, 8 MiB body limit),
     behind the upstream-call forwarder when upstreams are registered. Call inside
@@ -124,6 +132,7 @@ def build_mcp_routes(
     assert isinstance(route, Route)
     endpoint = route.endpoint
     if upstreams:
-        endpoint = UpstreamCallForwarder(endpoint, upstreams, builtins=builtins, server_info=server.server_info_stamp)
+        endpoint = UpstreamCallForwarder(endpoint, upstreams, builtins=builtins, server_info=server.server_info_stamp,
+                                         running=running)
     splitter = mcp_streaming.ProgressSplitter(endpoint, sse_endpoint, max_body=MAX_MCP_BODY_BYTES)
     return [Route(route.path, endpoint=splitter)]
