@@ -3,6 +3,7 @@ tests). It records its argv, stdin, cwd and environment in ``calls.jsonl`` next 
 prints the CLI's documented output: Claude Code's stream-json NDJSON, or Codex's ``exec --json``
 JSONL when its first argument is ``exec``. Behaviour is driven by lines of the prompt:
 
+    FIRST <text>         claude: write this part of the answer before the SLEEP (streamed progress)
     SLEEP <seconds>      wait before answering
     CHILD                start a grandchild (``sleep 60``) in the same process group first
     EXIT <code>          print an error on stderr and exit with that code, no result
@@ -50,6 +51,9 @@ if "CHILD" in directives:
 with open(Path(__file__).with_name("calls.jsonl"), "a", encoding="utf-8") as log:
     log.write(json.dumps(record) + "\n")
 
+if "FIRST" in directives and argv[:1] != ["exec"]:
+    print(json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": directives["FIRST"]}]}}),
+          flush=True)
 if "SLEEP" in directives:
     time.sleep(float(directives["SLEEP"]))
 if "EXIT" in directives:

@@ -16,6 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from agentbox_common.mcp_progress import RunningCalls, cancelled_result
+
 from . import __version__
 from .chromium import ChromiumSupervisor
 from .page.door import page_routes
@@ -33,6 +35,8 @@ INSTRUCTIONS = (
 
 
 def build_mcp_server(registry: ToolRegistry) -> Server:
+    running = RunningCalls()
+
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -43,9 +47,12 @@ def build_mcp_server(registry: ToolRegistry) -> Server:
     ) -> types.CallToolResult:
         if params.name not in registry:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
-        return await registry.call(params.name, params.arguments)
+        with running.track(ctx.request_id) as scope:  # notifications/cancelled stops a long navigation
+            return await registry.call(params.name, params.arguments)
+        assert scope.cancelled_caught
+        return cancelled_result()
 
-    return Server(
+    server = Server(
         "agentbox-browser",
         version=__version__,
         title="Web Browser",
@@ -54,6 +61,8 @@ def build_mcp_server(registry: ToolRegistry) -> Server:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    running.install(server)
+    return server
 
 
 def build_app(settings: BrowserSettings) -> Starlette:

@@ -1,5 +1,6 @@
-"""Small ASGI pieces shared by the services' guard middlewares (gateway origin/API key, MCP mode
-tokens): reading a bearer token and refusing a request before the app sees it."""
+"""Small ASGI pieces shared by the services' middlewares (gateway origin/API key, MCP mode tokens,
+the MCP door's routers): reading a bearer token, refusing a request before the app sees it, and
+handing on a request whose body was already read."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from starlette.types import Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 #: The challenge header of a 401 answered for a missing or wrong bearer token.
 BEARER_CHALLENGE = ((b"www-authenticate", b"Bearer"),)
@@ -50,3 +51,17 @@ async def refuse(scope: Scope, send: Send, status: int, body: Any, headers: Iter
         await send({"type": "websocket.http.response.body", **content})
     else:
         await send({"type": "websocket.close", "code": 1008})
+
+
+def replay_body(body: bytes, receive: Receive) -> Receive:
+    """``receive`` for an app that reads a body a wrapper has already read."""
+    pending = True
+
+    async def replay() -> Message:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

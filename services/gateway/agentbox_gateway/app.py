@@ -10,6 +10,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
+from agentbox_common.mcp_progress import RunningCalls
+
 from . import __version__, browser_auth, cdp_proxy, preview_proxy, vnc, web
 from .mcp_door import build_mcp_routes, build_mcp_server
 from .mcp_tools import builtin_tools
@@ -31,8 +33,10 @@ def build_app(settings: GatewaySettings) -> Starlette:
     planes = Planes.create(settings)
     registry = ToolRegistry(builtin_tools(planes))
     upstreams = UpstreamRouter.from_config(settings)
-    mcp_server = build_mcp_server(registry, upstreams)
-    mcp_routes = build_mcp_routes(mcp_server, settings.host, upstreams=upstreams, builtins=frozenset(registry.names))
+    running = RunningCalls()  # the door's and the upstream forwarder's calls, for notifications/cancelled
+    mcp_server = build_mcp_server(registry, upstreams, running)
+    mcp_routes = build_mcp_routes(mcp_server, settings.host, upstreams=upstreams, builtins=frozenset(registry.names),
+                                  running=running)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

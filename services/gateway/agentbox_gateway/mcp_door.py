@@ -15,10 +15,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.routing import Route
 
+from agentbox_common.mcp_progress import LogLevel, RunningCalls, cancelled_result
 from agentbox_common.observability import ToolOutcome, note_tool_call
 
-from . import __version__
+from . import __version__, mcp_streaming
 from .mcp_edge import MCP_PATH, McpEdge
+from .mcp_streaming import current_output_sink, output_sink
 from .mcp_tools.registry import ToolRegistry, current_request
 from .settings import MAX_MCP_BODY_BYTES
 from .upstreams import UpstreamCallForwarder, UpstreamRouter
@@ -32,8 +34,12 @@ INSTRUCTIONS = (
 )
 
 
-def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = None) -> Server:
+def build_mcp_server(
+    registry: ToolRegistry, upstreams: UpstreamRouter | None = None, running: RunningCalls | None = None
+) -> Server:
+    """``running``: the calls ``notifications/cancelled`` may name (share it with the routes' forwarder)."""
     reserved = set(registry.names)
+    running = running if running is not None else RunningCalls()
 
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
@@ -46,7 +52,10 @@ def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = 
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         started = time.perf_counter()
         try:
-            result = await route_call(ctx, params)
+            with running.track(ctx.request_id) as scope:
+                result = await route_call(ctx, params)
+            if scope.cancelled_caught:
+                result = cancelled_result()
         except MCPError:
             note_tool_call(params.name if known(params.name) else UNKNOWN_TOOL, ToolOutcome.JSONRPC_ERROR,
                            time.perf_counter() - started)
@@ -62,12 +71,14 @@ def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = 
         name = params.name
         if name in registry:
             token = current_request.set(ctx.request)
+            sink = current_output_sink.set(output_sink(ctx))
             try:
                 return await registry.call(name, params.arguments)
             finally:
+                current_output_sink.reset(sink)
                 current_request.reset(token)
         if upstreams is not None:
-            result = await upstreams.call_tool(name, params.arguments)
+            result = await upstreams.call_tool(name, params.arguments, mcp_streaming.progress_relay(ctx))
             if result is not None:
                 return result
         raise MCPError(types.INVALID_PARAMS, f"unknown tool: {name}")
@@ -79,7 +90,7 @@ def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = 
             return registry.input_schema(name)
         return upstreams.input_schema(name) if upstreams is not None else None
 
-    return Server(
+    server = Server(
         "agentbox",
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -87,10 +98,17 @@ def build_mcp_server(registry: ToolRegistry, upstreams: UpstreamRouter | None = 
         on_call_tool=call_tool,
         get_tool_input_schema=input_schema,
     )
+    mcp_streaming.install(server, running, LogLevel())
+    return server
 
 
 def build_mcp_routes(
-    server: Server, host: str, *, upstreams: UpstreamRouter | None = None, builtins: frozenset[str] = frozenset()
+    server: Server,
+    host: str,
+    *,
+    upstreams: UpstreamRouter | None = None,
+    builtins: frozenset[str] = frozenset(),
+    running: RunningCalls | None = None,
 ) -> list[Route]:
     """``/mcp``: the SDK's streamable-HTTP endpoint (stateless, JSON answers, 8 MiB body limit),
     behind the upstream-call forwarder when upstreams are registered. Call inside
@@ -99,18 +117,26 @@ def build_mcp_routes(
     The SDK's own Host/Origin checks stay off: it would switch them on by itself for a loopback
     ``host`` with a loopback-only allowlist, while the gateway's guards (``security``) apply one
     rule to MCP, REST and CDP alike (``AIO_ALLOWED_HOSTS``, ``AIO_ALLOWED_ORIGINS``). The route is
-    wrapped in :class:`McpEdge` (missing ``Accept``, JSON-RPC error bodies)."""
+    wrapped in :class:`McpEdge` (missing ``Accept``, JSON-RPC error bodies). Calls with a progress
+    token are answered over SSE (``mcp_streaming``)."""
+    transport_security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    sse_endpoint, sse_manager = mcp_streaming.sse_endpoint(
+        server, max_request_body_size=MAX_MCP_BODY_BYTES, security_settings=transport_security
+    )
     sdk_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=True,
         stateless_http=True,
         max_request_body_size=MAX_MCP_BODY_BYTES,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        transport_security=transport_security,
         host=host,
     )
+    mcp_streaming.chain_lifespan(server, sse_manager)
     (route,) = sdk_app.routes
     assert isinstance(route, Route)
     endpoint = route.endpoint
     if upstreams:
-        endpoint = UpstreamCallForwarder(endpoint, upstreams, builtins=builtins, server_info=server.server_info_stamp)
-    return [Route(MCP_PATH, endpoint=McpEdge(endpoint, MAX_MCP_BODY_BYTES))]
+        endpoint = UpstreamCallForwarder(endpoint, upstreams, builtins=builtins, server_info=server.server_info_stamp,
+                                         running=running)
+    splitter = mcp_streaming.ProgressSplitter(endpoint, sse_endpoint, max_body=MAX_MCP_BODY_BYTES)
+    return [Route(MCP_PATH, endpoint=McpEdge(splitter, MAX_MCP_BODY_BYTES))]

@@ -39,10 +39,12 @@ from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common.asgi import BEARER_CHALLENGE, bearer_token, refuse
+from agentbox_common.mcp_progress import LogLevel
 from agentbox_common.observability import ToolOutcome, note_tool_call
 
 from .adapters.base import Adapter
 from .locks import WorkspaceLocks
+from .mcp_progress import AgentProgress, current_agent_events
 from .settings import McpModeSettings
 from .tools import TOOL_DEFINITIONS, McpTools
 
@@ -63,6 +65,8 @@ def _version() -> str:
 
 
 def build_mcp_server(tools: McpTools) -> Server:
+    log_level = LogLevel()
+
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -73,18 +77,24 @@ def build_mcp_server(tools: McpTools) -> Server:
         if params.name not in tools:
             note_tool_call("<unknown>", ToolOutcome.JSONRPC_ERROR, time.perf_counter() - started)
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
-        result = await tools.call(params.name, params.arguments)
+        events = current_agent_events.set(AgentProgress(ctx, log_level))
+        try:
+            result = await tools.call(params.name, params.arguments)
+        finally:
+            current_agent_events.reset(events)
         note_tool_call(params.name, ToolOutcome.IS_ERROR if result.is_error else ToolOutcome.OK,
                        time.perf_counter() - started)
         return result
 
-    return Server(
+    server = Server(
         "aicodebox",
         version=_version(),
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    log_level.install(server)
+    return server
 
 
 def presented_token(scope: Scope) -> list[str]:

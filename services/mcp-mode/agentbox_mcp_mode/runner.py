@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .adapters.base import TIMEOUT_EXIT_CODE, Adapter, AgentRequest, add_usage
+from .adapters.base import TIMEOUT_EXIT_CODE, Adapter, AgentRequest, EventSink, add_usage
 from .run_stats import RUN_STATS
 from .schemas import DEFAULT_VALIDATION_TIMEOUT, MatchAborted, check_schemas, match_answer
 from .settings import McpModeSettings
@@ -121,11 +121,13 @@ async def run_with_json_retry(
     request: AgentRequest,
     retries: int,
     validation_timeout: float = DEFAULT_VALIDATION_TIMEOUT,
+    on_event: EventSink | None = None,
 ) -> RunOutcome:
-    """Run ``request``; with ``request.json_schema`` validate and retry in fresh sessions."""
+    """Run ``request``; with ``request.json_schema`` validate and retry in fresh sessions.
+    ``on_event`` sees every attempt's events as they come."""
     RUN_STATS.started += 1
     try:
-        outcome = await _run_attempts(adapter, request, retries, validation_timeout)
+        outcome = await _run_attempts(adapter, request, retries, validation_timeout, on_event)
     except BaseException:  # cancelled (client gone, shutdown) or the adapter broke
         RUN_STATS.failed += 1
         raise
@@ -137,12 +139,12 @@ async def run_with_json_retry(
 
 
 async def _run_attempts(
-    adapter: Adapter, request: AgentRequest, retries: int, validation_timeout: float
+    adapter: Adapter, request: AgentRequest, retries: int, validation_timeout: float, on_event: EventSink | None
 ) -> RunOutcome:
     outcome = RunOutcome()
     current = request
     for index in range(retries + 1):
-        result = await adapter.run(current)
+        result = await adapter.run(current, on_event)
         add_usage(outcome.usage, result.usage)
         outcome.text, outcome.exit_code, outcome.stderr = result.text, result.exit_code, result.stderr
         outcome.session_id, outcome.reason = result.session_id or outcome.session_id, result.reason

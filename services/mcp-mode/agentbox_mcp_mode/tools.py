@@ -28,6 +28,7 @@ from mcp import types
 
 from .adapters.base import Adapter, AgentRequest, AgentRequestError
 from .locks import TooManyRuns, WorkspaceBusy, WorkspaceLocks
+from .mcp_progress import current_agent_events
 from .runner import check_request, run_with_json_retry
 from .settings import McpModeSettings
 from .workspace import Workspace, WorkspaceError
@@ -238,7 +239,11 @@ class McpTools:
             with self.locks.hold(cwd):
                 started = time.monotonic()
                 outcome = await run_with_json_retry(
-                    self.adapter, request, self.settings.json_retries, self.settings.validation_timeout
+                    self.adapter,
+                    request,
+                    self.settings.json_retries,
+                    self.settings.validation_timeout,
+                    current_agent_events.get(),
                 )
         except (WorkspaceBusy, TooManyRuns) as exc:
             raise ToolFailed(str(exc)) from None

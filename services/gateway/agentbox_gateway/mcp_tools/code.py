@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
+from ..mcp_streaming import current_output_sink
 from ..planes.code import CodeError, Execution
 from .registry import ToolSpec
 from .results import ToolError, text_result
@@ -48,7 +49,10 @@ def tools(planes: Planes) -> list[ToolSpec]:
     async def execute_code(arguments: dict[str, Any]) -> types.CallToolResult:
         try:
             execution = await planes.code.execute(
-                arguments.get("language"), arguments["code"], timeout=arguments.get("timeout")
+                arguments.get("language"),
+                arguments["code"],
+                timeout=arguments.get("timeout"),
+                on_output=current_output_sink.get(),
             )
         except CodeError as exc:
             raise ToolError(str(exc)) from None

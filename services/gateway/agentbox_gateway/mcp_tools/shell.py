@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
+from ..mcp_streaming import current_output_sink
 from ..planes.shell import DEFAULT_TOOL_TIMEOUT, OUTPUT_LIMIT, ShellError
 from .registry import ToolSpec
 from .results import ToolError, json_result
@@ -59,6 +60,7 @@ def tools(planes: Planes) -> list[ToolSpec]:
                 new_session=bool(args.get("new_session")),
                 time_limit=args.get("timeout"),
                 session_id=args.get("session_id") or None,
+                on_output=current_output_sink.get(),
             )
         except ShellError as exc:
             raise ToolError(str(exc)) from exc

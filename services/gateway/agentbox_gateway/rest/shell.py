@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import Field
 
 from ..planes import Planes
@@ -38,6 +38,7 @@ from ..planes.shell import (
 from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import RestError, error_responses, ok
+from .shell_stream import exec_stream, wants_events
 
 #: ``/v1/bash`` sync results are cut to this many characters per stream unless told (0: never).
 BASH_OUTPUT_LIMIT = 50_000
@@ -218,8 +219,8 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     # -- /v1/shell -----------------------------------------------------------------------------
 
-    @api.post("/v1/shell/exec")
-    async def shell_exec(body: ShellExecRequest) -> dict[str, Any]:
+    @api.post("/v1/shell/exec", response_model=None)
+    async def shell_exec(body: ShellExecRequest, request: Request) -> dict[str, Any] | Any:
         with _errors():
             if body.id:
                 session = await shell.session_or_create(body.id, preserve_symlinks=bool(body.preserve_symlinks))
@@ -234,17 +235,23 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
             record = await session.start(body.command, cwd=cwd, interactive=True,
                                          hard_timeout=body.hard_timeout,
                                          preserve_symlinks=body.preserve_symlinks)
-            outcome = "running"
-            if not body.async_mode:
-                outcome = await record.wait(body.timeout, body.no_change_timeout or session.no_change_timeout)
         limit = None if body.truncate is False else OUTPUT_LIMIT
-        return ok({
-            "session_id": record.session_id,
-            "command": record.command,
-            "status": _shell_status(record, outcome),
-            "output": record.output.text(limit),
-            "exit_code": record.exit_code,
-        })
+
+        def answer(outcome: str) -> dict[str, Any]:
+            return ok({
+                "session_id": record.session_id,
+                "command": record.command,
+                "status": _shell_status(record, outcome),
+                "output": record.output.text(limit),
+                "exit_code": record.exit_code,
+            })
+
+        if not body.async_mode and wants_events(request.headers.get("accept", "")):
+            return exec_stream(record, body.timeout, answer)
+        outcome = "running"
+        if not body.async_mode:
+            outcome = await record.wait(body.timeout, body.no_change_timeout or session.no_change_timeout)
+        return answer(outcome)
 
     @api.post("/v1/shell/view")
     async def shell_view(body: ShellIdRequest) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import codecs
 import itertools
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -29,6 +29,9 @@ from agentbox_common.observability import REQUEST_ID_HEADER, current_request_id
 from .config import UpstreamConfig
 
 logger = logging.getLogger(__name__)
+
+#: Receives the ``params`` of each ``notifications/progress`` the upstream sends for a call.
+ProgressRelay = Callable[[dict[str, Any]], Awaitable[None]]
 
 #: Streamable HTTP requires a client to accept both answer kinds; the upstream picks one.
 _REQUEST_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -132,7 +135,18 @@ async def _http_failure(response: aiohttp.ClientResponse) -> UpstreamUnavailable
     return UpstreamUnavailable(f"{reason}: {message}" if isinstance(message, str) and message else reason)
 
 
-async def _read_answer(response: aiohttp.ClientResponse, request_id: int) -> dict[str, Any]:
+def _progress_of(message: Any, token: int) -> dict[str, Any] | None:
+    """The params of ``message`` when it is a ``notifications/progress`` for ``token``."""
+    if isinstance(message, dict) and message.get("method") == "notifications/progress":
+        params = message.get("params")
+        if isinstance(params, dict) and params.get("progressToken") == token:
+            return params
+    return None
+
+
+async def _read_answer(
+    response: aiohttp.ClientResponse, request_id: int, on_progress: ProgressRelay | None = None
+) -> dict[str, Any]:
     if response.status != 200:
         raise await _http_failure(response)
     media_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -144,9 +158,12 @@ async def _read_answer(response: aiohttp.ClientResponse, request_id: int) -> dic
             return answer
         if media_type == "text/event-stream":
             async for data in _sse_data(_lines(response.content.iter_any())):
-                answer = _answer_to(json.loads(data), request_id)
+                message = json.loads(data)
+                answer = _answer_to(message, request_id)
                 if answer is not None:
                     return answer
+                if on_progress is not None and (progress := _progress_of(message, request_id)) is not None:
+                    await on_progress(progress)
             raise UpstreamUnavailable("the event stream ended without a response")
     except ValueError as exc:
         raise UpstreamUnavailable(f"invalid JSON in the answer: {exc}") from None
@@ -172,6 +189,7 @@ class UpstreamClient:
         self.call_timeout = call_timeout
         self._ids = itertools.count(1)
         self._session: aiohttp.ClientSession | None = None
+        self._cancels: set[asyncio.Task[None]] = set()
 
     @property
     def name(self) -> str:
@@ -212,15 +230,26 @@ class UpstreamClient:
                     raise
         return await self._http().post(self.config.url, data=body, trace_request_ctx={"reused": False})
 
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The ``result`` of one JSON-RPC request; :class:`UpstreamRpcError` for an ``error``."""
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, on_progress: ProgressRelay | None = None
+    ) -> dict[str, Any]:
+        """The ``result`` of one JSON-RPC request; :class:`UpstreamRpcError` for an ``error``.
+
+        ``on_progress``: ask for progress (the request id is the token) and relay what comes. A
+        request cancelled here closes its answer stream and tells the upstream
+        (``notifications/cancelled``), so the upstream stops the work in either protocol era."""
         request_id = next(self._ids)
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if on_progress is not None:
+            params = {**(params or {}), "_meta": {"progressToken": request_id}}
         if params is not None:
             body["params"] = params
         try:
             async with await self._post(json.dumps(body).encode()) as response:
-                answer = await _read_answer(response, request_id)
+                answer = await _read_answer(response, request_id, on_progress)
+        except asyncio.CancelledError:
+            self._spawn_cancel(request_id)
+            raise
         except aiohttp.ClientError as exc:
             if isinstance(exc, TimeoutError):
                 raise UpstreamTimeout(_describe(exc)) from None
@@ -259,14 +288,32 @@ class UpstreamClient:
                        self.name, MAX_LIST_PAGES)
         return tools
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    def _spawn_cancel(self, request_id: int) -> None:
+        """Post ``notifications/cancelled`` for ``request_id`` in the background (best effort)."""
+        body = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": request_id, "reason": "the client cancelled the call"}}
+
+        async def send() -> None:
+            try:
+                async with asyncio.timeout(CONNECT_TIMEOUT), await self._post(json.dumps(body).encode()):
+                    pass
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                logger.debug("upstream %s: cancel of request %s not sent: %s", self.name, request_id, exc)
+
+        task = asyncio.get_running_loop().create_task(send())
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, on_progress: ProgressRelay | None = None
+    ) -> dict[str, Any]:
         """The raw ``tools/call`` result, bounded by the call timeout (SSE keep-alives included)."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
         try:
             async with asyncio.timeout(self.call_timeout):
-                return await self.request("tools/call", params)
+                return await self.request("tools/call", params, on_progress)
         except TimeoutError:
             raise UpstreamTimeout(f"no answer within {self.call_timeout:g} s") from None
 

@@ -37,8 +37,10 @@ from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agentbox_common.asgi import replay_body
+from agentbox_common.mcp_progress import RunningCalls, cancelled_result
 from agentbox_common.observability import ToolOutcome, note_tool_call
 
 from .client import UpstreamRpcError
@@ -55,8 +57,11 @@ class UpstreamCallForwarder:
     """ASGI wrapper around the MCP door's endpoint (``/mcp``)."""
 
     def __init__(self, door: ASGIApp, router: UpstreamRouter, *, builtins: Container[str],
-                 server_info: Mapping[str, Any], max_body: int = MAX_FORWARDED_BODY) -> None:
+                 server_info: Mapping[str, Any], max_body: int = MAX_FORWARDED_BODY,
+                 running: RunningCalls | None = None) -> None:
         self.door = door
+        #: Where forwarded calls are kept for the door's ``notifications/cancelled`` handler.
+        self.running = running if running is not None else RunningCalls()
         self.router = router
         self.builtins = builtins
         #: Stamped into 2026-07-28 results that carry none, as the SDK stamps the door's own.
@@ -75,11 +80,15 @@ class UpstreamCallForwarder:
             return
         forwarded = self._forwardable(body, version, request.headers)
         if forwarded is None:
-            await self.door(scope, _replay(body, receive), send)
+            await self.door(scope, replay_body(body, receive), send)
             return
         request_id, name, route, arguments = forwarded
         started = time.perf_counter()
-        status, answer = await self._answer(route, arguments, version)
+        with self.running.track(request_id) as cancel:
+            status, answer = await self._answer(route, arguments, version)
+        if cancel.cancelled_caught:  # the upstream's request was cancelled with it
+            status, answer = 200, self._result(cancelled_result().model_dump(by_alias=True, exclude_none=True,
+                                                                             mode="json"), version)
         note_tool_call(name, _outcome(answer), time.perf_counter() - started)
         content = json.dumps({"jsonrpc": "2.0", "id": request_id, **answer}, ensure_ascii=False,
                              separators=(",", ":"))
@@ -147,11 +156,15 @@ class UpstreamCallForwarder:
         except UpstreamRpcError as exc:
             error = exc.error_data()
             return (ERROR_CODE_HTTP_STATUS.get(error["code"], 200) if modern else 200), {"error": error}
+        return 200, self._result(result, version)
+
+    def _result(self, result: dict[str, Any], version: str) -> dict[str, Any]:
+        """The ``result`` member for ``result`` shaped for the client's version (or the SDK's error)."""
         try:
-            return 200, {"result": self._shape_modern(result, version) if modern
-                         else serialize_server_result("tools/call", version, result)}
+            return {"result": self._shape_modern(result, version) if version in MODERN_PROTOCOL_VERSIONS
+                    else serialize_server_result("tools/call", version, result)}
         except ValidationError:
-            return 200, {"error": dict(_UNSHAPEABLE)}
+            return {"error": dict(_UNSHAPEABLE)}
 
     def _shape_modern(self, result: dict[str, Any], version: str) -> dict[str, Any]:
         """A 2026-07-28 result: ``resultType`` added, core shapes sieved for the version, and the
@@ -174,17 +187,3 @@ def _outcome(answer: dict[str, Any]) -> ToolOutcome:
     if "error" in answer:
         return ToolOutcome.JSONRPC_ERROR
     return ToolOutcome.IS_ERROR if answer["result"].get("isError") else ToolOutcome.OK
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """``receive`` for an app that reads a body this layer has already read."""
-    pending = True
-
-    async def replay() -> Message:
-        nonlocal pending
-        if pending:
-            pending = False
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay

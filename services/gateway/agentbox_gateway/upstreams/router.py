@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict, ValidationError
 
 from ..settings import GatewaySettings
-from .client import UpstreamClient, UpstreamRpcError, UpstreamTimeout, UpstreamUnavailable
+from .client import ProgressRelay, UpstreamClient, UpstreamRpcError, UpstreamTimeout, UpstreamUnavailable
 from .config import UpstreamConfig, parse_upstreams
 
 logger = logging.getLogger(__name__)
@@ -188,12 +188,15 @@ class UpstreamRouter:
         route = self._routes.get(name)
         return route.input_schema if route is not None else None
 
-    async def forward(self, route: Route, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    async def forward(
+        self, route: Route, arguments: dict[str, Any] | None, on_progress: ProgressRelay | None = None
+    ) -> dict[str, Any]:
         """The upstream's ``tools/call`` result exactly as sent, or an ``isError`` result naming the
-        upstream and the failure. :class:`UpstreamRpcError` when it answered with a JSON-RPC error."""
+        upstream and the failure. :class:`UpstreamRpcError` when it answered with a JSON-RPC error.
+        ``on_progress`` relays the upstream's progress notifications."""
         client, original = route.client, route.original
         try:
-            raw = await client.call_tool(original, arguments)
+            raw = await client.call_tool(original, arguments, on_progress)
         except UpstreamUnavailable as exc:
             logger.warning("upstream %s: tools/call %s failed: %s", client.name, original, exc)
             self._set_state(client, str(exc))
@@ -206,13 +209,15 @@ class UpstreamRouter:
             return _failure(reason)
         return raw
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult | None:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, on_progress: ProgressRelay | None = None
+    ) -> types.CallToolResult | None:
         """Forward ``name`` to its upstream for the MCP door; ``None`` when no upstream can own it."""
         route = self.route(name)
         if route is None:
             return None
         try:
-            return ForwardedResult.model_validate(await self.forward(route, arguments))
+            return ForwardedResult.model_validate(await self.forward(route, arguments, on_progress))
         except UpstreamRpcError as exc:
             raise MCPError(**exc.error_data()) from None
 

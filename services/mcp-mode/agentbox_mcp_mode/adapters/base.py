@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -84,6 +84,10 @@ class AgentResult:
     reason: str = "stop"
 
 
+#: Receives each event of a run as it comes.
+EventSink = Callable[[AgentEvent], Awaitable[None]]
+
+
 def add_usage(total: dict[str, Any], part: Mapping[str, Any]) -> dict[str, Any]:
     """Sum token counts: numbers are added, other values keep the first seen."""
     for key, value in part.items():
@@ -111,12 +115,15 @@ class Adapter(ABC):
     def stream(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
         """Run the agent, yielding events; the last one is ``stop``."""
 
-    async def run(self, request: AgentRequest) -> AgentResult:
+    async def run(self, request: AgentRequest, on_event: EventSink | None = None) -> AgentResult:
+        """Run to the end; ``on_event`` sees every event as it comes (MCP progress)."""
         result = AgentResult()
         deltas: list[str] = []
         stopped = False
         async with contextlib.aclosing(self.stream(request)) as events:
             async for event in events:
+                if on_event is not None:
+                    await on_event(event)
                 if event.type == "delta":
                     deltas.append(event.text)
                 elif event.type == "session" and event.session_id:

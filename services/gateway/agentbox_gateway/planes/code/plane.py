@@ -12,6 +12,7 @@ without running the code, and the calls after that run in the new interpreter.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import shutil
 import signal
@@ -26,6 +27,7 @@ from typing import Any
 from agentbox_common.processes import sandbox_environment
 
 from ...settings import GatewaySettings
+from ..streaming import OutputRelay, OutputSink
 from . import node_driver
 from .pools import WorkerPool
 from .worker import Outcome, Worker, WorkerStartError
@@ -285,11 +287,13 @@ class CodePlane:
         stateful: bool = False,
         stdin: str | None = None,
         files: Mapping[str, str | None] | None = None,
+        on_output: OutputSink | None = None,
     ) -> Execution:
         """Run ``code``: in a fresh interpreter, or in a session when ``session_id`` is given or
         ``stateful`` is set (a session is created on first use, with a generated id when none given).
         ``stdin`` (stateless JavaScript only) is the program's standard input; ``files`` are written
-        into the working directory first."""
+        into the working directory first. ``on_output`` gets stdout and stderr text as it is
+        written (stateless runs)."""
         name = normalize_language(language)
         seconds = check_timeout(timeout)
         directory = self._directory(cwd)
@@ -303,9 +307,11 @@ class CodePlane:
             return await self._run_in_session(session, code, seconds, directory)
         if not self._started:
             await self.start()
-        async with self._pools[name].worker() as worker:
+        relay = OutputRelay(on_output) if on_output is not None else None
+        async with self._pools[name].worker() as worker, relay.running() if relay else contextlib.nullcontext():
             data = (stdin or "").encode() if name == "javascript" else None
-            outcome = await worker.run({"code": code, "cwd": directory or self.default_cwd}, seconds, stdin=data)
+            outcome = await worker.run({"code": code, "cwd": directory or self.default_cwd}, seconds, stdin=data,
+                                       listener=relay.push if relay else None)
         return _execution(name, code, outcome, seconds, None, kept=False, memory_limit_mb=self.memory_limit_mb)
 
     async def _session_for(self, language: str, session_id: str | None, cwd: str | None) -> _Session:

@@ -10,6 +10,7 @@ streams. Everything here is asyncio: no call blocks the event loop, however long
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import json
 import logging
@@ -17,11 +18,13 @@ import os
 import resource
 import secrets
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agentbox_common.processes import kill_process_group
+
+from ..shell.bash import partial_marker
 
 logger = logging.getLogger(__name__)
 
@@ -44,9 +47,14 @@ class WorkerStartError(Exception):
 class StreamCapture:
     """Collects one stream's bytes for one cell until its end marker, keeping at most ``limit``."""
 
-    def __init__(self, marker: bytes | None, limit: int = OUTPUT_LIMIT) -> None:
+    def __init__(
+        self, marker: bytes | None, limit: int = OUTPUT_LIMIT, listener: Callable[[str], None] | None = None
+    ) -> None:
         self._marker = marker
         self._limit = limit
+        #: Sees the stream's text as it comes (before the cap), decoded as the final text is.
+        self._listener = listener
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._kept = bytearray()
         self._tail = b""
         self.dropped = 0
@@ -61,15 +69,17 @@ class StreamCapture:
         data = self._tail + chunk
         index = data.find(self._marker)
         if index >= 0:
-            self._keep(data[:index])
+            self._keep(data[:index], final=True)
             self._tail = b""
             self.done.set()
             return
-        hold = len(self._marker) - 1  # a marker may be split across two chunks
-        self._keep(data[: max(len(data) - hold, 0)])
-        self._tail = data[max(len(data) - hold, 0) :]
+        hold = partial_marker(data, self._marker)  # a marker may be split across two chunks
+        self._keep(data[: len(data) - hold])
+        self._tail = data[len(data) - hold :]
 
-    def _keep(self, data: bytes) -> None:
+    def _keep(self, data: bytes, final: bool = False) -> None:
+        if self._listener is not None and (data or final):
+            self._listener(self._decoder.decode(data, final))
         room = self._limit - len(self._kept)
         self._kept += data[:room]
         self.dropped += max(len(data) - room, 0)
@@ -234,16 +244,24 @@ class Worker:
             if self._captures is not None:
                 self._captures[index].feed(chunk)
 
-    async def run(self, request: Mapping[str, Any], budget: float, *, stdin: bytes | None = None) -> Outcome:
+    async def run(
+        self,
+        request: Mapping[str, Any],
+        budget: float,
+        *,
+        stdin: bytes | None = None,
+        listener: Callable[[str], None] | None = None,
+    ) -> Outcome:
         """Send one request and wait for its answer and output; past ``budget`` seconds stop the code: a fork
         child or a single-use worker is killed, a session cell is interrupted (SIGINT) and killed with
-        its worker when it does not stop within a grace period."""
+        its worker when it does not stop within a grace period. ``listener`` sees stdout and stderr
+        text as it is written."""
         async with self._lock:
             if not self.alive or self._requests is None:
                 return Outcome(None, "", "", False, self.process.returncode)
             self._sequence += 1
             marker = f"\x00agentbox-end:{self._token}:{self._sequence}\x00".encode()
-            stdout, stderr = StreamCapture(marker), StreamCapture(marker)
+            stdout, stderr = StreamCapture(marker, listener=listener), StreamCapture(marker, listener=listener)
             self._captures = (stdout, stderr)
             self._reply = asyncio.get_running_loop().create_future()
             self._child_pid = None

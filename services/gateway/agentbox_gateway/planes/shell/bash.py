@@ -158,6 +158,19 @@ class BashShell:
     def decode(self, fd: int, data: bytes, final: bool = False) -> str:
         return self.decoders[fd].decode(data, final)
 
+    def pause_output(self, paused: bool) -> None:
+        """Stop (or resume) reading the shell's stdout and stderr: a full pipe then holds the
+        command's writes until a slow reader of its output catches up."""
+        if self.transport is None or self.exited:
+            return
+        for fd in (1, 2):
+            pipe = self.transport.get_pipe_transport(fd)
+            if pipe is not None and not pipe.is_closing():
+                if paused:
+                    pipe.pause_reading()
+                else:
+                    pipe.resume_reading()
+
     def write(self, text: str) -> None:
         assert self.transport is not None
         pipe = self.transport.get_pipe_transport(0)

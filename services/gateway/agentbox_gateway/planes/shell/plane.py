@@ -13,7 +13,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+
 from ...settings import GatewaySettings
+from ..streaming import OutputSink
 from .bash import resolve_dir
 from .errors import InvalidRequest, SessionExists, SessionLimit, SessionNotFound
 from .record import CommandRecord
@@ -208,9 +211,12 @@ class ShellPlane:
         new_session: bool = False,
         time_limit: float | None = None,
         session_id: str | None = None,
+        on_output: OutputSink | None = None,
     ) -> CommandRecord:
         """``sandbox_execute_bash``: run to the end (killed after ``time_limit`` s) in the shared
-        session, a new one, or ``session_id``; stdin is closed, stderr interleaved with stdout."""
+        session, a new one, or ``session_id``; stdin is closed, stderr interleaved with stdout.
+        ``on_output`` gets the output as it is printed. Cancelling the call kills the command (the
+        session stays usable)."""
         time_limit = DEFAULT_TOOL_TIMEOUT if time_limit is None else time_limit
         if time_limit <= 0:
             raise InvalidRequest("timeout must be a positive number of seconds")
@@ -219,7 +225,15 @@ class ShellPlane:
         else:
             session = await self.session(session_id or DEFAULT_SESSION_ID)
         record = await session.start(command, cwd=cwd, hard_timeout=time_limit, busy_wait=time_limit)
-        await record.finished.wait()
+        try:
+            if on_output is not None:
+                async for chunk in record.follow():
+                    await on_output(chunk)
+            await record.finished.wait()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await session.stop(record, "cancelled")
+            raise
         return record
 
     async def aclose(self) -> None:

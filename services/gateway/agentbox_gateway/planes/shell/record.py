@@ -5,11 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .output import OutputBuffer
 from .stdin import CommandInput
+
+#: The most characters :meth:`CommandRecord.follow` yields at once (one progress message, one SSE event).
+FOLLOW_CHUNK = 64_000
+#: A follower this many characters behind pauses the command's output (well under what the
+#: buffer keeps, so a follower never misses any).
+FOLLOW_LAG = 128_000
 
 
 @dataclass
@@ -43,6 +50,11 @@ class CommandRecord:
         self.finished = asyncio.Event()
         self._activity = asyncio.Event()
         self.deadline: asyncio.TimerHandle | None = None
+        #: Where each running :meth:`follow` has read to.
+        self._followers: dict[object, int] = {}
+        #: Set by the session: pause (``True``) or resume the command's output.
+        self.pause_output: Callable[[bool], None] | None = None
+        self._paused = False
 
     @property
     def done(self) -> bool:
@@ -59,7 +71,14 @@ class CommandRecord:
             self.stderr.append(text)
             self.output.append(text)
         self.last_activity = time.monotonic()
+        if self._followers and not self._paused and self.output.total - min(self._followers.values()) > FOLLOW_LAG:
+            self._pause(True)
         self.notify()
+
+    def _pause(self, paused: bool) -> None:
+        if self.pause_output is not None and paused != self._paused:
+            self._paused = paused
+            self.pause_output(paused)
 
     def note(self, text: str) -> None:
         """A line from agentbox itself (the shell was restarted, ...) after the interleaved output;
@@ -100,3 +119,31 @@ class CommandRecord:
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._activity.wait(), remaining)
+
+    async def follow(self, offset: int = 0) -> AsyncIterator[str]:
+        """The interleaved output from ``offset`` on, in chunks as it is printed, until the end.
+
+        Reads the bounded buffer, never a copy of its own; a reader more than ``FOLLOW_LAG``
+        characters behind pauses the command's output until it catches up (as a pipe would), so
+        it misses nothing and memory stays bounded."""
+        key = object()
+        self._followers[key] = offset
+        try:
+            while True:
+                activity = self._activity
+                total = self.output.total
+                if total > offset:
+                    text = self.output.read(offset)
+                    offset = self._followers[key] = total
+                    if self._paused and total - min(self._followers.values()) <= FOLLOW_LAG // 2:
+                        self._pause(False)
+                    for start in range(0, len(text), FOLLOW_CHUNK):
+                        yield text[start : start + FOLLOW_CHUNK]
+                    continue
+                if self.done:
+                    return
+                await activity.wait()
+        finally:
+            del self._followers[key]
+            if not self._followers or self.output.total - min(self._followers.values()) <= FOLLOW_LAG // 2:
+                self._pause(False)

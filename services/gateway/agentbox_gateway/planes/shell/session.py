@@ -330,6 +330,7 @@ class ShellSession:
             shell = await self.ensure_shell()
             target = resolve_dir(self.cwd, cwd) if cwd else None
             record = self._prepare(command, merged=merged, interactive=interactive)
+            record.pause_output = shell.pause_output
             self.history.append(record)
             self.command_count += 1
             if preserve_symlinks is not None:

@@ -1,0 +1,48 @@
+"""``run_prompt`` while the agent works: its answer as it is written, as ``notifications/progress``
+(when the call carries a progress token), and its other events (session, usage, the end) as
+``notifications/message`` at or above the ``logging/setLevel`` level."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Any
+
+from mcp.server import ServerRequestContext
+
+from agentbox_common.mcp_progress import LogLevel, progress_reporter
+
+from .adapters.base import AgentEvent, EventSink
+
+#: The running ``run_prompt``'s event sink (set by the MCP door per call; ``None`` elsewhere).
+current_agent_events: ContextVar[EventSink | None] = ContextVar("current_agent_events", default=None)
+
+#: The logger name of the notifications this module sends.
+LOGGER = "agent"
+
+
+class AgentProgress:
+    """An :data:`EventSink` for one call: deltas become progress, the rest log messages."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any], log_level: LogLevel) -> None:
+        self._ctx = ctx
+        self._progress = progress_reporter(ctx)
+        self._log_level = log_level
+
+    async def __call__(self, event: AgentEvent) -> None:
+        if event.type == "delta":
+            if self._progress is not None and event.text:
+                await self._progress(event.text)
+            return
+        level = "warning" if event.type == "stop" and event.exit_code else "info"
+        if not self._log_level.allows(level):
+            return
+        data: dict[str, Any] = {"event": event.type}
+        if event.session_id:
+            data["session_id"] = event.session_id
+        if event.type == "usage":
+            data["usage"] = dict(event.usage)
+        if event.type == "stop":
+            data.update(reason=event.reason, exit_code=event.exit_code)
+            if event.stderr:
+                data["stderr"] = event.stderr[-2000:]
+        await self._ctx.session.send_log_message(level, data, logger=LOGGER, related_request_id=self._ctx.request_id)
