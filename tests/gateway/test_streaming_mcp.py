@@ -151,3 +151,25 @@ async def test_code_output_arrives_while_it_runs(mcp_url: str, mode: str, langua
     assert result.content[0].text == "first\nlast\n"
     assert progress.text == "first\nlast\n"
     assert progress.arrival("first\n") < finished - 1.0 and "last" not in progress.events[0][2]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_cancelling_code_stops_its_interpreter_work(mcp_url: str, mode: str) -> None:
+    """A cancelled ``sandbox_execute_code`` stops what the code started, and the next call works."""
+    token = sleep_token()
+    code = f"import subprocess, time\nprint('started', flush=True)\nsubprocess.run(['sleep', '{token}'])\n"
+    progress = Progress()
+    async with Client(mcp_url, mode=mode) as client:
+        with anyio.move_on_after(30):
+            async with anyio.create_task_group() as tg:
+
+                async def run() -> None:
+                    await client.call_tool("sandbox_execute_code", {"code": code, "timeout": 300},
+                                           progress_callback=progress)
+
+                tg.start_soon(run)
+                assert await eventually(lambda: len(live_processes(f"sleep {token}")) == 1, 10)
+                tg.cancel_scope.cancel()
+        assert await eventually(lambda: not live_processes(f"sleep {token}"), 5), live_processes(f"sleep {token}")
+        after = await client.call_tool("sandbox_execute_code", {"code": "print(6 * 7)"})
+    assert not after.is_error and "42" in after.content[0].text

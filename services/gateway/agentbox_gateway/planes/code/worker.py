@@ -254,7 +254,8 @@ class Worker:
     ) -> Outcome:
         """Send one request and wait for its answer and output; past ``budget`` seconds stop the code: a fork
         child or a single-use worker is killed, a session cell is interrupted (SIGINT) and killed with
-        its worker when it does not stop within a grace period. ``listener`` sees stdout and stderr
+        its worker when it does not stop within a grace period. Cancelled, the worker is killed (a
+        session then reports itself lost on its next call). ``listener`` sees stdout and stderr
         text as it is written."""
         async with self._lock:
             if not self.alive or self._requests is None:
@@ -268,7 +269,13 @@ class Worker:
             self._requests.write((json.dumps({**request, "id": self._sequence}) + "\n").encode())
             if stdin is not None:
                 self._feed_stdin(stdin)
-            reply = await self._wait_reply(budget)
+            try:
+                reply = await self._wait_reply(budget)
+            except asyncio.CancelledError:
+                # The caller is gone (MCP cancellation, client disconnect): stop the code and all it
+                # started at once, without awaiting (a cancelled scope would cut an await short).
+                self.kill()
+                raise
             timed_out = reply is _TIMED_OUT
             if timed_out:
                 reply = await self._stop_overrun()
