@@ -64,6 +64,8 @@ def page_routes(session: BrowserSession, deadline: float) -> list[Route]:
             return _error(503, str(exc))
         except (KeyError, TypeError, ValueError) as exc:
             return _error(400, f"bad arguments for {name}: {type(exc).__name__}: {exc}")
+        except OSError as exc:  # a save path the sandbox user cannot write, a name too long, …
+            return _error(400, f"{name} failed: {exc.strerror or exc}")
         except PlaywrightError as exc:
             if not session.connected:
                 return _error(503, f"browser unavailable: {first_line(exc)}")

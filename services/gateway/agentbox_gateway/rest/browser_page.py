@@ -17,7 +17,7 @@ from ..planes.browser import BrowserUnavailable
 from ..planes.browser.page import PageFailed
 from ..settings import GatewaySettings
 from .bodies import StrictBody
-from .envelope import RestError, ok
+from .envelope import RestError, error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -200,7 +200,7 @@ def _arguments(body: BaseModel | None) -> dict[str, Any]:
 
 def display_router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     """``POST /v1/display/record``: the display here is the browser's, recorded as a screencast."""
-    api = APIRouter(prefix="/v1/display", tags=["display"])
+    api = APIRouter(prefix="/v1/display", tags=["display"], responses=PAGE_ERRORS)
 
     @api.post("/record")
     async def display_record(body: DisplayRecord) -> dict[str, Any]:
@@ -217,11 +217,17 @@ async def _forward(planes: Planes, operation: str, arguments: dict[str, Any]) ->
     except BrowserUnavailable as exc:
         raise RestError(503, "Browser unavailable: the browser program does not answer", hint=str(exc)) from exc
     except PageFailed as exc:
+        if exc.status >= 500 and exc.status not in (503, 504):  # the browser program broke: never a 500 here
+            raise RestError(502, f"the browser program failed the operation: {exc}") from exc
         raise RestError(exc.status, str(exc)) from exc
 
 
+#: What the page routes answer besides 200 (the browser program's refusals, passed on).
+PAGE_ERRORS = error_responses(400, 404, 409, 502, 503, 504)
+
+
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
-    api = APIRouter(prefix="/v1/browser", tags=["browser page"])
+    api = APIRouter(prefix="/v1/browser", tags=["browser page"], responses=PAGE_ERRORS)
 
     async def run(operation: str, arguments: dict[str, Any]) -> Any:
         return await _forward(planes, operation, arguments)

@@ -42,8 +42,10 @@ ERROR_DESCRIPTIONS = {
     409: "Conflict: the session exists already or is busy",
     413: "Too large",
     421: "Host not allowed (without AIO_API_KEY, or with AIO_ALLOWED_HOSTS set)",
-    429: "A limit is reached (sessions)",
+    429: "A limit is reached (sessions, watchers)",
+    502: "The browser program or an upstream MCP server failed the operation",
     503: "The plane's runtime is not available (interpreter or browser missing)",
+    504: "The operation did not finish in time",
     507: "No space left on the device",
 }
 

@@ -24,7 +24,7 @@ from ..planes.file_watch import (
 )
 from ..settings import GatewaySettings
 from .bodies import StrictBody
-from .envelope import answer_or_raise, ok
+from .envelope import answer_or_raise, error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -79,7 +79,7 @@ async def _guarded(operation: Any) -> Any:
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     watches = planes.watch
-    api = APIRouter(prefix="/v1/file/watch", tags=["file"])
+    api = APIRouter(prefix="/v1/file/watch", tags=["file"], responses=error_responses(400, 404, 429))
 
     @api.post("")
     async def create(body: WatchCreate) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pydantic import ConfigDict, Field
 from ..planes.hooks import DEFAULT_TIMEOUT, MAX_TIMEOUT, Hook, HookError, HookNotFound
 from ..settings import GatewaySettings
 from .bodies import StrictBody
-from .envelope import RestError, ok
+from .envelope import RestError, error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -29,7 +29,7 @@ class HookRequest(StrictBody):
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     hooks = planes.hooks
-    api = APIRouter(prefix="/v1/sandbox/hooks", tags=["sandbox"])
+    api = APIRouter(prefix="/v1/sandbox/hooks", tags=["sandbox"], responses=error_responses(400, 404))
 
     @api.get("")
     async def list_hooks(event: str | None = Query(None)) -> dict[str, Any]:

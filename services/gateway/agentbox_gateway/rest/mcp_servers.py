@@ -14,14 +14,14 @@ from fastapi import APIRouter, Body, Request
 from ..mcp_tools.registry import ToolRegistry, current_request
 from ..upstreams import UpstreamRouter
 from ..upstreams.client import UpstreamRpcError
-from .envelope import RestError, ok
+from .envelope import RestError, error_responses, ok
 
 #: The server name of the gateway's own tools.
 BUILTIN_SERVER = "sandbox"
 
 
 def router(registry: ToolRegistry, upstreams: UpstreamRouter) -> APIRouter:
-    api = APIRouter(prefix="/v1/mcp", tags=["mcp"])
+    api = APIRouter(prefix="/v1/mcp", tags=["mcp"], responses=error_responses(400, 404, 502, 503))
     reserved = set(registry.names)
 
     def check_server(server: str) -> None:

@@ -21,7 +21,7 @@ from ..planes.skills import (
     skill_metadata,
 )
 from ..settings import GatewaySettings
-from .envelope import RestError, answer_or_raise, ok
+from .envelope import RestError, answer_or_raise, error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -37,7 +37,7 @@ async def _guarded(operation: Any) -> Any:
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     root = settings.skills_path
-    api = APIRouter(prefix="/v1/skills", tags=["skills"])
+    api = APIRouter(prefix="/v1/skills", tags=["skills"], responses=error_responses(400, 404, 409, 413))
 
     @api.post("/register")
     async def register(
