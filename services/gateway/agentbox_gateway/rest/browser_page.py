@@ -223,7 +223,7 @@ async def _forward(planes: Planes, operation: str, arguments: dict[str, Any]) ->
 
 
 #: What the page routes answer besides 200 (the browser program's refusals, passed on).
-PAGE_ERRORS = error_responses(400, 404, 409, 502, 503, 504)
+PAGE_ERRORS = error_responses(400, 404, 408, 409, 502, 503, 504)
 
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:

@@ -39,6 +39,7 @@ ERROR_DESCRIPTIONS = {
     401: "Missing or wrong API key (AIO_API_KEY is set)",
     403: "Origin not allowed",
     404: "Unknown session, command or file",
+    408: "The awaited condition did not come true within the timeout",
     409: "Conflict: the session exists already or is busy",
     413: "Too large",
     421: "Host not allowed (without AIO_API_KEY, or with AIO_ALLOWED_HOSTS set)",
