@@ -262,7 +262,8 @@ def test_a_caller_that_leaves_stops_the_transfer(gateway: tuple[str, int], app_p
     time.sleep(0.5)  # the gateway notices the closed connection
     before = cpu_seconds(pid)
     time.sleep(2)
-    assert cpu_seconds(pid) - before < 0.3  # not still pulling 8 GiB from the app into nowhere
+    # not still pulling 8 GiB from the app into nowhere (which takes seconds of CPU; loaded CI needs slack)
+    assert cpu_seconds(pid) - before < 1.0
     assert echo(httpx.get(f"{url}/proxy/{app_port}/still", headers=AUTH))["path"] == "/still"
 
 
