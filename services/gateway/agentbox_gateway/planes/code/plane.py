@@ -327,9 +327,10 @@ class CodePlane:
         async with session.lock:
             session.last_used = time.time()
             if session.worker is None or not session.worker.alive:
-                lost = _loss_note(session.worker) if session.worker is not None and not session.loss_reported else None
+                lost = None
                 if session.worker is not None:
-                    await session.worker.close()
+                    await session.worker.close()  # after which its exit status is known
+                    lost = None if session.loss_reported else _loss_note(session.worker)
                 session.worker = None
                 session.worker = await self._spawn(session.language, "inline", session.cwd)
                 session.loss_reported = False

@@ -182,7 +182,9 @@ class Worker:
 
     @property
     def alive(self) -> bool:
-        return self.process.returncode is None and not self._killed
+        """asyncio learns of an exit a moment after the kernel has reaped the process, so a pid that
+        no longer exists counts as gone already."""
+        return self.process.returncode is None and not self._killed and _pid_exists(self.process.pid)
 
     @property
     def busy(self) -> bool:
@@ -399,3 +401,13 @@ class _Sentinel:
 
 
 _TIMED_OUT = _Sentinel()
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
