@@ -71,8 +71,9 @@ def test_the_terminal_has_no_key_in_its_environment(gateway: str, monkeypatch: p
 
 def test_closing_the_socket_kills_everything_the_terminal_started(gateway: str) -> None:
     with terminal(gateway) as socket:
-        # a background job in its own process group, and an orphan that left the shell's tree
-        socket.send(b"sleep 300 & (sleep 301 &) ; echo \"pids-$(pgrep -d, -f 'sleep 30[01]')-\"end\n")
+        # a background job in its own process group, and an orphan that left the shell's tree (durations
+        # no other test uses, since pgrep sees the whole machine)
+        socket.send(b"sleep 28173 & (sleep 28174 &) ; echo \"pids-$(pgrep -d, -f 'sleep 2817[34]')-\"end\n")
         seen = read_until(socket, b"-end\r\n")
     pids = [int(p) for p in seen.rsplit(b"pids-", 1)[1].split(b"-end")[0].split(b",") if p]
     assert len(pids) == 2

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from agentbox_common.processes import sandbox_environment, terminate_process_group
+from agentbox_common.processes import pid_exists, sandbox_environment, terminate_process_group
 
 from .settings import BrowserSettings
 
@@ -90,18 +90,10 @@ def remove_stale_profiles() -> None:
     directory names carry the owner's pid)."""
     for path in Path(tempfile.gettempdir()).glob(f"{PROFILE_PREFIX}*-*"):
         owner = path.name[len(PROFILE_PREFIX) :].split("-", 1)[0]
-        if owner.isdigit() and not _alive(int(owner)):
+        if owner.isdigit() and not pid_exists(int(owner)):
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _die_with_parent() -> None:

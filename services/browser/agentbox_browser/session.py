@@ -17,7 +17,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from playwright.async_api import Browser, BrowserContext, ConsoleMessage, Page, Playwright, async_playwright
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Page,
+    Playwright,
+    ViewportSize,
+    async_playwright,
+)
 from playwright.async_api import Error as PlaywrightError
 
 from .chromium import ChromiumSupervisor
@@ -53,7 +61,7 @@ class BrowserSession:
         self._supervisor = supervisor
         #: Milliseconds a navigation may take (``AGENTBOX_NAV_TIMEOUT``), as Playwright counts them.
         self.nav_timeout_ms = settings.nav_timeout * 1000
-        self._viewport = {"width": settings.viewport.width, "height": settings.viewport.height}
+        self._viewport: ViewportSize = {"width": settings.viewport.width, "height": settings.viewport.height}
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
         self._context: BrowserContext | None = None
@@ -117,8 +125,8 @@ class BrowserSession:
         return page
 
     @property
-    def viewport(self) -> dict[str, int]:
-        return dict(self._viewport)
+    def viewport(self) -> ViewportSize:
+        return ViewportSize(width=self._viewport["width"], height=self._viewport["height"])
 
     def set_current(self, page: Page) -> None:
         self._current = page

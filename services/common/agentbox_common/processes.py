@@ -35,6 +35,17 @@ def hide_own_environment() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
+def pid_exists(pid: int) -> bool:
+    """Whether a process ``pid`` exists (ours or another user's; a zombie counts until reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def kill_process_group(pid: int, sig: int = signal.SIGKILL) -> None:
     """Signal the process group led by ``pid``; a group that is already gone is not an error."""
     with contextlib.suppress(ProcessLookupError, PermissionError):

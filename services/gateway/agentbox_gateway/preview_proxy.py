@@ -16,7 +16,7 @@ import aiohttp
 import anyio
 from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Route, WebSocketRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from agentbox_common.asgi import send_json
 
@@ -196,7 +196,7 @@ async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> N
 def _as_denial(send: Send) -> Send:
     """An HTTP answer sent as the WebSocket denial response (ASGI ``websocket.http.response``)."""
 
-    async def denial(message: dict) -> None:
+    async def denial(message: Message) -> None:
         await send({**message, "type": f"websocket.{message['type']}"})
 
     return denial

@@ -11,7 +11,7 @@ import socket
 from collections.abc import Callable, Iterable
 from urllib.parse import parse_qsl, urlsplit
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentbox_common.asgi import refuse
 
@@ -241,7 +241,7 @@ class ApiKeyGuard:
         """``send`` adding a new session's cookie to the response."""
         cookie = browser_auth.session_cookie(self.sessions.issue(), scope)
 
-        async def sending(message: dict) -> None:
+        async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message = {**message, "headers": [*message.get("headers", []), cookie]}
             await send(message)

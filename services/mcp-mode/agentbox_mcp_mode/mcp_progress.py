@@ -8,6 +8,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from mcp.server import ServerRequestContext
+from mcp.types import LoggingLevel
 
 from agentbox_common.mcp_progress import LogLevel, progress_reporter
 
@@ -33,7 +34,7 @@ class AgentProgress:
             if self._progress is not None and event.text:
                 await self._progress(event.text)
             return
-        level = "warning" if event.type == "stop" and event.exit_code else "info"
+        level: LoggingLevel = "warning" if event.type == "stop" and event.exit_code else "info"
         if not self._log_level.allows(level):
             return
         data: dict[str, Any] = {"event": event.type}

@@ -142,7 +142,7 @@ async def _run_attempts(
     adapter: Adapter, request: AgentRequest, retries: int, validation_timeout: float, on_event: EventSink | None
 ) -> RunOutcome:
     outcome = RunOutcome()
-    current = request
+    current, schema = request, request.json_schema
     for index in range(retries + 1):
         result = await adapter.run(current, on_event)
         add_usage(outcome.usage, result.usage)
@@ -150,15 +150,15 @@ async def _run_attempts(
         outcome.session_id, outcome.reason = result.session_id or outcome.session_id, result.reason
         parse_error: str | None = None
         aborted = False
-        if request.json_schema is not None and result.exit_code == 0:
+        if schema is not None and result.exit_code == 0:
             try:
-                outcome.json, parse_error = await match_answer(result.text, request.json_schema, validation_timeout)
+                outcome.json, parse_error = await match_answer(result.text, schema, validation_timeout)
             except MatchAborted as exc:
                 parse_error, aborted = str(exc), True
         outcome.parse_error = parse_error
         outcome.attempts.append(Attempt(index, result.exit_code, parse_error, dict(result.usage)))
         if parse_error is None or result.exit_code != 0 or aborted:
             break
-        if index < retries:
-            current = request.fresh(retry_prompt(request.prompt, result.text, parse_error, request.json_schema))
+        if index < retries and schema is not None:
+            current = request.fresh(retry_prompt(request.prompt, result.text, parse_error, schema))
     return outcome

@@ -65,11 +65,11 @@ class MatchAborted(ValueError):
 
 
 def _refuse_retrieval(uri: str) -> referencing.Resource[Any]:
-    raise referencing.exceptions.NoSuchResource(ref=uri)
+    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]  # an attrs class mypy cannot see
 
 
 #: The only registry a caller's schema is used with: nothing outside the schema can be retrieved.
-NO_RETRIEVAL: referencing.Registry[Any] = referencing.Registry(retrieve=_refuse_retrieval)
+NO_RETRIEVAL: referencing.Registry[Any] = referencing.Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
 
 
 def validator(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
@@ -137,7 +137,7 @@ def _loops_or_escapes(schema: Mapping[str, Any], what: str) -> None:
 def check_schema(schema: Mapping[str, Any], what: str = "json_schema") -> None:
     """Raise ValueError when ``schema`` is not a valid JSON Schema or would fetch or loop."""
     try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
+        jsonschema.validators.validator_for(schema).check_schema(dict(schema))
     except SchemaError as exc:
         raise ValueError(f"{what} is not a valid JSON Schema: {exc.message}") from None
     except RecursionError:

@@ -112,7 +112,7 @@ async def add_route(session: BrowserSession, args: dict[str, Any]) -> Any:
     context = await CONTROLS.bind(session)
 
     async def handle(route: Route) -> None:
-        if abort:
+        if abort or mock is None:
             await route.abort()
             return
         headers = dict(mock.get("headers") or {})

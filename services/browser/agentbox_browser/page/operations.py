@@ -11,7 +11,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
@@ -61,7 +61,7 @@ async def _where(page: Page) -> dict[str, Any]:
 async def navigate(session: BrowserSession, args: dict[str, Any]) -> Any:
     url = check_url(args["url"])
     page = await session.page()
-    wait_until = args.get("wait_until") or "load"
+    wait_until: Any = args.get("wait_until") or "load"  # one of Playwright's, the input schema's enum
     if wait_until == "load" and args.get("timeout") is None:
         response = await goto(session, page, url)
     else:
@@ -98,7 +98,8 @@ async def reload(session: BrowserSession, args: dict[str, Any]) -> Any:
 
 async def click(session: BrowserSession, args: dict[str, Any]) -> Any:
     page = await session.page()
-    button, count = args.get("button") or "left", args.get("click_count") or 1
+    button: Any = args.get("button") or "left"  # left, middle or right: the input schema's enum
+    count = args.get("click_count") or 1
     if args.get("selector") is None and args.get("index") is None:
         if args.get("x") is None or args.get("y") is None:
             raise PageError(400, "give a selector, an index, or both x and y")
@@ -341,7 +342,7 @@ async def wait(session: BrowserSession, args: dict[str, Any]) -> Any:
         elif kind == "url":
             await page.wait_for_url(args["url"], timeout=timeout_ms)
         elif kind == "function":
-            polling = args["polling"] * 1000 if args.get("polling") else "raf"
+            polling: float | Literal["raf"] = args["polling"] * 1000 if args.get("polling") else "raf"
             await page.wait_for_function(args["expression"], polling=polling, timeout=timeout_ms)
         elif kind in ("response", "request"):
             pattern = args.get("url_pattern") or args.get("url")

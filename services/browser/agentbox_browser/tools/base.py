@@ -78,12 +78,15 @@ def image_result(text: str, png: bytes) -> types.CallToolResult:
 
 def _describe(error: jsonschema.ValidationError) -> str:
     location = ".".join(str(part) for part in error.absolute_path) or "arguments"
+    expected: Any = error.validator_value  # the schema keyword's value: the names, for required
+    given: Any = error.instance or {}
     if error.validator == "required":
-        missing = [name for name in error.validator_value if name not in (error.instance or {})]
+        missing = [name for name in expected if name not in given]
         return f"{missing[0]} is required" if missing else error.message
     if error.validator == "additionalProperties":
-        known = sorted(error.schema.get("properties", {}))
-        extra = sorted(set(error.instance or {}) - set(known))
+        schema: Any = error.schema
+        known = sorted(schema.get("properties", {}))
+        extra = sorted(set(given) - set(known))
         return f"unexpected argument {', '.join(extra)} (accepted: {', '.join(known) or 'none'})"
     if error.validator == "type":
         return f"{location} must be of type {error.validator_value}"

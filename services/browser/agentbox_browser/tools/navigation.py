@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from mcp import types
@@ -126,7 +126,7 @@ async def settle(session: BrowserSession, page: Page, action: Callable[[], Await
         if frame == main:
             committed.set()
 
-    listeners = {
+    listeners: dict[Any, Any] = {  # Page.on is typed per event name; these are the names it accepts
         "request": on_request,
         "requestfinished": on_request_end,
         "requestfailed": on_request_end,

@@ -147,7 +147,7 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
 
 
 def _text_line(fields: dict[str, object]) -> str:
-    target = fields["path"] + (f"?{fields['query']}" if fields["query"] else "")
+    target = f"{fields['path']}?{fields['query']}" if fields["query"] else str(fields["path"])
     line = f"{fields['method']} {target} {fields['status']} {fields['duration_ms']}ms rid={fields['request_id']}"
     if fields["client"]:
         line += f" client={fields['client']}"

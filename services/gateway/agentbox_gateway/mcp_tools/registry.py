@@ -42,14 +42,16 @@ class ToolSpec:
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
+    expected: Any = error.validator_value  # the schema keyword's value: a list for required and enum
     if error.validator == "required":
-        missing = [name for name in error.validator_value if name not in (error.instance or {})]
+        given: Any = error.instance or {}
+        missing = [name for name in expected if name not in given]
         return f"{missing[0]} is required" if missing else error.message
     location = ".".join(str(part) for part in error.absolute_path)
     if error.validator == "type":
         return f"{location or 'arguments'} must be of type {error.validator_value}"
     if error.validator == "enum":
-        allowed = ", ".join(repr(v) for v in error.validator_value)
+        allowed = ", ".join(repr(v) for v in expected)
         return f"{location or 'arguments'} must be one of {allowed}"
     return f"{location}: {error.message}" if location else error.message
 

@@ -337,7 +337,7 @@ def grep_files(
             max_depth=None if recursive else 1,
             prune=lambda entry, relative: bool(excludes) and _matches_any(entry.name, relative, excludes),
         )
-        candidates = (
+        candidates: Iterator[tuple[str, str]] = (
             (entry.path, relative)
             for entry, relative, _depth in walk
             if not _is_dir(entry) and (not includes or _matches_any(entry.name, relative, includes))

@@ -6,6 +6,7 @@ The number of watchers is bounded (AIO's 128): past it, :class:`WatchLimit`."""
 from __future__ import annotations
 
 import asyncio
+import builtins
 import collections
 import contextlib
 import fnmatch
@@ -144,7 +145,9 @@ class FileWatchPlane:
             raise WatchNotFound(f"no file watcher {watcher_id!r}")
         return watcher
 
-    async def poll(self, watcher_id: str, since: int = 0, limit: int = 1000, wait_s: float = 0) -> list[WatchEvent]:
+    async def poll(
+        self, watcher_id: str, since: int = 0, limit: int = 1000, wait_s: float = 0
+    ) -> builtins.list[WatchEvent]:
         """Events after cursor ``since`` (at most ``limit``); with ``wait_s``, wait that long for one."""
         watcher = self.get(watcher_id)
         async with watcher.changed:

@@ -6,6 +6,7 @@ each bounded by its ``timeout``. Registered through ``/v1/sandbox/hooks`` or, at
 from __future__ import annotations
 
 import asyncio
+import builtins
 import itertools
 import json
 import logging
@@ -110,9 +111,9 @@ class HookPlane:
             raise HookNotFound(f"no hook {name!r}")
         return hook
 
-    async def run(self, event: str) -> list[HookRun]:
+    async def run(self, event: str) -> builtins.list[HookRun]:
         """Every hook of ``event``, priority group by group; a failing or hanging hook stops nothing."""
-        runs: list[HookRun] = []
+        runs: builtins.list[HookRun] = []
         for _, group in itertools.groupby(self.list(event), key=lambda h: h.priority):
             runs += await asyncio.gather(*(_run(hook) for hook in group))
         return runs

@@ -145,6 +145,7 @@ def _install(root: Path, source: Path, name: str | None, fallback: str | None) -
     targets: list[tuple[Path, str]] = []
     for folder in folders:
         front, _ = _split_front_matter(_read_skill_file(folder / SKILL_FILE))
+        chosen: str | None
         if folder != source:
             chosen = name or folder.name
         else:
@@ -187,8 +188,8 @@ def _unpack(data: bytes, into: Path) -> None:
     buffer.seek(0)
     try:
         with tarfile.open(fileobj=buffer) as archive:
-            members = archive.getmembers()
-            if len(members) > ARCHIVE_MAX_FILES or sum(m.size for m in members) > ARCHIVE_MAX_BYTES:
+            entries = archive.getmembers()
+            if len(entries) > ARCHIVE_MAX_FILES or sum(m.size for m in entries) > ARCHIVE_MAX_BYTES:
                 raise InvalidSkill("the archive is too large")
             archive.extractall(into, filter="data")
     except (tarfile.TarError, OSError) as exc:

@@ -233,17 +233,15 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         return await _forward(planes, operation, arguments)
 
     def post(path: str, operation: str, model: type[BaseModel] | None, summary: str, method: str = "POST") -> None:
-        if model is None:
+        async def without_body() -> dict[str, Any]:
+            return ok(await run(operation, {}))
 
-            async def endpoint() -> dict[str, Any]:
-                return ok(await run(operation, {}))
-        else:
+        async def with_body(body: BaseModel) -> dict[str, Any]:
+            return ok(await run(operation, _arguments(body)))
 
-            async def endpoint(body: BaseModel) -> dict[str, Any]:
-                return ok(await run(operation, _arguments(body)))
-
-            # The body's model is chosen per route (annotations are strings here: set the class itself).
-            endpoint.__annotations__ = {"body": model, "return": dict[str, Any]}
+        # The body's model is chosen per route (annotations are strings here: set the class itself).
+        with_body.__annotations__ = {"body": model, "return": dict[str, Any]}
+        endpoint = without_body if model is None else with_body
         api.add_api_route(path, endpoint, methods=[method], summary=summary, name=f"page_{operation}")
 
     for path, operation, model, summary, *method in (

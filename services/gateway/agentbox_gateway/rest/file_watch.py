@@ -73,7 +73,7 @@ def _events(events: list[WatchEvent], cursor: int) -> dict[str, Any]:
 
 
 async def _guarded(operation: Any) -> Any:
-    statuses = {WatchNotFound: 404, WatchLimit: 429, WatchTimeout: 408, WatchError: 400}
+    statuses: dict[type[Exception], int] = {WatchNotFound: 404, WatchLimit: 429, WatchTimeout: 408, WatchError: 400}
     return await answer_or_raise(operation, statuses)
 
 

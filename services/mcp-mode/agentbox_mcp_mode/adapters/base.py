@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -112,7 +112,7 @@ class Adapter(ABC):
         """Raise :class:`AgentRequestError` for a request this adapter cannot run."""
 
     @abstractmethod
-    def stream(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
+    def stream(self, request: AgentRequest) -> AsyncGenerator[AgentEvent, None]:
         """Run the agent, yielding events; the last one is ``stop``."""
 
     async def run(self, request: AgentRequest, on_event: EventSink | None = None) -> AgentResult:

@@ -14,7 +14,7 @@ import contextlib
 import json
 import tempfile
 from abc import abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +87,7 @@ class CliAdapter(Adapter):
     def parser(self) -> OutputParser:
         """A fresh parser for one run's output."""
 
-    async def stream(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
+    async def stream(self, request: AgentRequest) -> AsyncGenerator[AgentEvent, None]:
         self.validate(request)
         loop = asyncio.get_running_loop()
         deadline = None if request.timeout is None else loop.time() + request.timeout

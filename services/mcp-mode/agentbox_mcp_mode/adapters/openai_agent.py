@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +103,7 @@ class OpenAIAgentAdapter(Adapter):
         usage = payload.get("usage")
         return {"message": message, "usage": usage if isinstance(usage, dict) else {}}
 
-    async def stream(self, request: AgentRequest) -> AsyncIterator[AgentEvent]:
+    async def stream(self, request: AgentRequest) -> AsyncGenerator[AgentEvent, None]:
         self.validate(request)
         loop = asyncio.get_running_loop()
         deadline = None if request.timeout is None else loop.time() + request.timeout
@@ -194,7 +194,8 @@ class OpenAIAgentAdapter(Adapter):
 
 def _normalise_call(call: dict[str, Any], index: int) -> dict[str, Any]:
     """A tool call as the endpoint expects it back: string arguments, an id, type function."""
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    given = call.get("function")
+    function: dict[str, Any] = given if isinstance(given, dict) else {}
     arguments = function.get("arguments", "{}")
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments)

@@ -51,7 +51,7 @@ def build_api_app(
     app.include_router(routes_run.router(settings, adapter, registry))
     app.include_router(routes_files.router(WorkspaceFiles(settings.mcp.workspace), settings.mcp.max_upload_bytes))
     app.include_router(routes_openai.router(settings, adapter, locks))
-    exempt = PUBLIC_PATHS
+    exempt: tuple[str, ...] = PUBLIC_PATHS
     if endpoint is not None:
         app.router.routes.extend(mcp_routes(endpoint, MCP_PATHS))
         exempt += MCP_PATHS

@@ -16,10 +16,21 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
+from telegram import (
+    Audio,
+    Document,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    PhotoSize,
+    Update,
+    Video,
+    Voice,
+)
 from telegram.error import TelegramError
 from telegram.ext import Application, CallbackQueryHandler, CommandHandler, ContextTypes, MessageHandler, filters
 
@@ -47,7 +58,7 @@ HELP = """Send a message and the coding agent works on it in this chat's workspa
 Uploads land in the workspace; an upload's caption is run as a prompt.
 An answer can send workspace files with [SEND_FILE: relative/path]."""
 
-Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Awaitable[None]]
+Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
 
 
 class TelegramMode:
@@ -210,6 +221,7 @@ class TelegramMode:
         message = update.effective_message
         settings = self.chat_settings(update)
         assert message is not None and settings is not None
+        item: Document | PhotoSize | Video | Voice | Audio
         if message.document:
             item, name = message.document, upload_name(message.document.file_name, "document")
         elif message.photo:

@@ -22,6 +22,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -108,11 +109,13 @@ class ChatRules:
         for layer in (self.default, chat):
             if layer is None:
                 continue
-            values = {k: v for k, v in layer.model_dump(exclude={"allowed_users", "thinking"}).items() if v is not None}
+            dumped = layer.model_dump(exclude={"allowed_users", "thinking"})
+            values: dict[str, Any] = {k: v for k, v in dumped.items() if v is not None}
             if layer.thinking and not layer.effort:
                 values["effort"] = layer.thinking
             merged = replace(merged, **values)
-        merged = replace(merged, **{k: v for k, v in overrides.items() if k in OVERRIDABLE})
+        picked: dict[str, Any] = {k: v for k, v in overrides.items() if k in OVERRIDABLE}
+        merged = replace(merged, **picked)
         if chat is not None and chat.allowed_users is not None:
             merged = replace(merged, allowed_users=frozenset(chat.allowed_users))
         return merged

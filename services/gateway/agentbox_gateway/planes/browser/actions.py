@@ -49,6 +49,11 @@ class Action:
     keys: tuple[KeyDef, ...] = ()
     duration: float = 0.0
 
+    @property
+    def point(self) -> tuple[float, float] | None:
+        """(x, y) when the action names a position (the two come together or not at all)."""
+        return None if self.x is None or self.y is None else (self.x, self.y)
+
 
 def _number(raw: Mapping[str, Any], name: str, *, minimum: float | None = None) -> float | None:
     value = raw.get(name)
@@ -81,6 +86,22 @@ def _string(raw: Mapping[str, Any], name: str) -> str | None:
     return value
 
 
+def _given_number(raw: Mapping[str, Any], name: str, *, minimum: float | None = None) -> float:
+    """A number ``_REQUIRED`` has already asked for."""
+    value = _number(raw, name, minimum=minimum)
+    if value is None:
+        raise InvalidAction(f"{name} is required", name)
+    return value
+
+
+def _given_string(raw: Mapping[str, Any], name: str) -> str:
+    """A string ``_REQUIRED`` has already asked for."""
+    value = _string(raw, name)
+    if value is None:
+        raise InvalidAction(f"{name} is required", name)
+    return value
+
+
 def _point(raw: Mapping[str, Any]) -> tuple[float | None, float | None]:
     x, y = _number(raw, "x", minimum=0), _number(raw, "y", minimum=0)
     if (x is None) != (y is None):
@@ -105,7 +126,7 @@ def parse_action(raw: Any) -> Action:
         x, y = _point(raw)
         return Action(kind, x=x, y=y)
     if kind in ("MOVE_REL", "DRAG_REL"):
-        return Action(kind, x_offset=_number(raw, "x_offset"), y_offset=_number(raw, "y_offset"))
+        return Action(kind, x_offset=_given_number(raw, "x_offset"), y_offset=_given_number(raw, "y_offset"))
     if kind in ("CLICK", "DOUBLE_CLICK", "RIGHT_CLICK"):
         x, y = _point(raw)
         button = {"DOUBLE_CLICK": "left", "RIGHT_CLICK": "right"}.get(kind) or _button(raw)
@@ -120,7 +141,7 @@ def parse_action(raw: Any) -> Action:
             raise InvalidAction("SCROLL needs a non-zero dx or dy", "dy")
         return Action(kind, dx=dx, dy=dy)
     if kind == "TYPING":
-        text = _string(raw, "text")
+        text = _given_string(raw, "text")
         if len(text) > MAX_TEXT_CHARS:
             raise InvalidAction(f"text is longer than {MAX_TEXT_CHARS} characters", "text")
         use_clipboard = raw.get("use_clipboard")
@@ -128,15 +149,15 @@ def parse_action(raw: Any) -> Action:
             raise InvalidAction("use_clipboard must be a boolean", "use_clipboard")
         return Action(kind, text=text, use_clipboard=use_clipboard is not False)
     if kind == "PRESS":
-        return Action(kind, keys=tuple(resolve_combo(_string(raw, "key"))))
+        return Action(kind, keys=tuple(resolve_combo(_given_string(raw, "key"))))
     if kind in ("KEY_DOWN", "KEY_UP"):
-        return Action(kind, keys=(resolve_key(_string(raw, "key")),))
+        return Action(kind, keys=(resolve_key(_given_string(raw, "key")),))
     if kind == "HOTKEY":
         names = raw.get("keys")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             raise InvalidAction("keys must be a non-empty list of key names", "keys")
         return Action(kind, keys=tuple(key for name in names for key in resolve_combo(name)))
-    duration = _number(raw, "duration", minimum=0)
+    duration = _given_number(raw, "duration", minimum=0)
     if duration > MAX_WAIT_SECONDS:
         raise InvalidAction(f"duration must be at most {MAX_WAIT_SECONDS:g} seconds", "duration")
     return Action(kind, duration=duration)

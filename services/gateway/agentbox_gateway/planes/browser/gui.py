@@ -147,14 +147,14 @@ class InputDriver:
         """Carry out ``action``; returns the ``action_performed`` sentence."""
         kind, state = action.action_type, self.state
         if kind == "MOVE_TO":
-            await self.move(action.x, action.y)
+            await self.move(*(action.point or (state.x, state.y)))
             return f"Moved the mouse to {_xy(state.x, state.y)}"
         if kind == "MOVE_REL":
             await self.move(max(0.0, state.x + action.x_offset), max(0.0, state.y + action.y_offset))
             return f"Moved the mouse to {_xy(state.x, state.y)}"
         if kind in ("CLICK", "DOUBLE_CLICK", "RIGHT_CLICK"):
-            if action.x is not None:
-                await self.move(action.x, action.y)
+            if action.point is not None:
+                await self.move(*action.point)
             for count in range(1, action.num_clicks + 1):
                 await self.down(action.button, count)
                 await self.up(action.button, count)
@@ -169,7 +169,7 @@ class InputDriver:
         if kind in ("DRAG_TO", "DRAG_REL"):
             start = _xy(state.x, state.y)
             if kind == "DRAG_TO":
-                target = (action.x, action.y)
+                target = action.point or (state.x, state.y)
             else:
                 target = (max(0.0, state.x + action.x_offset), max(0.0, state.y + action.y_offset))
             await self.down("left")

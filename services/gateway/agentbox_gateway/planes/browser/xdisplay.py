@@ -220,4 +220,8 @@ class XInputDriver(InputDriver):
             self.display.run(restore)
 
     async def type_text(self, text: str, paste_others: bool) -> None:
-        await anyio.to_thread.run_sync(lambda: [self._type_char(char) for char in text])
+        def type_all() -> None:
+            for char in text:
+                self._type_char(char)
+
+        await anyio.to_thread.run_sync(type_all)

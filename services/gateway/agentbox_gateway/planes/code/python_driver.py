@@ -54,8 +54,8 @@ def user_streams():
         raw = io.FileIO(fd, "w", closefd=False)
         return io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace", write_through=True)
 
-    sys.stdout = sys.__stdout__ = stream(1)
-    sys.stderr = sys.__stderr__ = stream(2)
+    sys.stdout = sys.__stdout__ = stream(1)  # type: ignore[misc]  # so even code using __stdout__ is seen
+    sys.stderr = sys.__stderr__ = stream(2)  # type: ignore[misc]
 
 
 def flush_user_streams():

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentbox_common.processes import kill_process_group
+from agentbox_common.processes import kill_process_group, pid_exists
 
 from ..shell.bash import partial_marker
 
@@ -184,7 +184,7 @@ class Worker:
     def alive(self) -> bool:
         """asyncio learns of an exit a moment after the kernel has reaped the process, so a pid that
         no longer exists counts as gone already."""
-        return self.process.returncode is None and not self._killed and _pid_exists(self.process.pid)
+        return self.process.returncode is None and not self._killed and pid_exists(self.process.pid)
 
     @property
     def busy(self) -> bool:
@@ -205,9 +205,8 @@ class Worker:
         ]
 
     async def _wait_ready(self, program: str) -> None:
-        done, _ = await asyncio.wait(
-            {self._ready, self._exited}, timeout=START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
-        )
+        waiting: set[asyncio.Future[Any]] = {self._ready, self._exited}
+        done, _ = await asyncio.wait(waiting, timeout=START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
         errors = self._captures[1].text().strip() if self._captures else ""
         self._captures = None
         if self._ready.done():
@@ -304,7 +303,8 @@ class Worker:
 
     async def _wait_reply(self, within: float) -> dict[str, Any] | _Sentinel | None:
         assert self._reply is not None
-        await asyncio.wait({self._reply, self._exited}, timeout=within, return_when=asyncio.FIRST_COMPLETED)
+        waiting: set[asyncio.Future[Any]] = {self._reply, self._exited}
+        await asyncio.wait(waiting, timeout=within, return_when=asyncio.FIRST_COMPLETED)
         if self._reply.done():
             return self._reply.result()
         if self._exited.done():  # the answer may still be in the pipe behind the exit
@@ -401,13 +401,3 @@ class _Sentinel:
 
 
 _TIMED_OUT = _Sentinel()
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -16,6 +16,7 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from .errors import InvalidRequest, ShellUnavailable
 
@@ -106,7 +107,7 @@ def parse_end(marker: bytes) -> tuple[int | None, str | None, set[int]]:
     return exit_code, cwd.decode("utf-8", "surrogateescape") or None, jobs_pgids
 
 
-def partial_marker(buffer: bytearray, prefix: bytes) -> int:
+def partial_marker(buffer: bytes | bytearray, prefix: bytes) -> int:
     """Length of the longest end of ``buffer`` that could be the start of ``prefix``."""
     index = buffer.find(b"\0", max(0, len(buffer) - len(prefix) + 1))
     while index != -1:
@@ -164,7 +165,8 @@ class BashShell:
         if self.transport is None or self.exited:
             return
         for fd in (1, 2):
-            pipe = self.transport.get_pipe_transport(fd)
+            # A read pipe (uvloop's transports are not asyncio's classes, so no isinstance check).
+            pipe = cast(asyncio.ReadTransport | None, self.transport.get_pipe_transport(fd))
             if pipe is not None and not pipe.is_closing():
                 if paused:
                     pipe.pause_reading()
@@ -173,7 +175,7 @@ class BashShell:
 
     def write(self, text: str) -> None:
         assert self.transport is not None
-        pipe = self.transport.get_pipe_transport(0)
+        pipe = cast(asyncio.WriteTransport | None, self.transport.get_pipe_transport(0))
         if pipe is None or pipe.is_closing():
             raise ShellUnavailable("the shell's input is closed")
         pipe.write(text.encode("utf-8", "surrogateescape"))

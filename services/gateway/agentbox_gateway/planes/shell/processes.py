@@ -49,7 +49,7 @@ def boot_ticks() -> int:
 
 def live_processes() -> list[Proc]:
     """Every live (non-zombie) process, from ``/proc/<pid>/stat``."""
-    found = []
+    found: list[Proc] = []
     try:
         names = os.listdir("/proc")
     except OSError:
