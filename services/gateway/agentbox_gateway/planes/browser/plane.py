@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,8 @@ RESOLUTIONS = frozenset({
 })
 SCREENSHOT_TIMEOUT = 20.0
 _PAGE_METRICS = "[innerWidth, innerHeight, devicePixelRatio, navigator.userAgent]"
+_NET_INTERNALS = "chrome://net-internals/#proxy"
+_PRESS_RELOAD = "(b => b ? (b.click(), true) : false)(document.getElementById('proxy-view-reload-settings'))"
 
 
 @dataclass(frozen=True)
@@ -244,6 +247,25 @@ class BrowserPlane:
             except CdpError:
                 self._sessions.pop(page.target_id, None)
                 raise
+
+    async def reload_proxy_settings(self) -> None:
+        """Make Chromium fetch its PAC file again now. No DevTools command does it; the "Re-apply
+        settings" button of ``chrome://net-internals/#proxy`` does, so a background tab presses it and
+        is closed (it is in the default context: the proxy settings are per profile)."""
+        cdp = await self._cdp()
+        created = await cdp.call("Target.createTarget", {"url": _NET_INTERNALS, "background": True})
+        target_id = created["targetId"]
+        try:
+            attached = await cdp.call("Target.attachToTarget", {"targetId": target_id, "flatten": True})
+            page = PageSession(target_id, attached["sessionId"], 1.0)
+            for _ in range(100):  # the page builds its buttons after loading
+                if await self._evaluate(cdp, page, _PRESS_RELOAD):
+                    return
+                await asyncio.sleep(0.05)
+            raise BrowserError("chrome://net-internals has no proxy reload button")
+        finally:
+            with contextlib.suppress(BrowserError):
+                await cdp.call("Target.closeTarget", {"targetId": target_id}, within=5.0)
 
     async def set_viewport(self, width: int, height: int) -> dict[str, int]:
         """Resize the browser window so the page area is ``width`` x ``height`` screenshot pixels."""
