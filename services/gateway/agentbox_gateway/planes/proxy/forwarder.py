@@ -62,6 +62,8 @@ class Forwarder:
             await self._handle(head, reader, writer)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
             pass
+        except asyncio.CancelledError:  # the gateway is stopping: this connection's task ends here
+            pass
         finally:
             writer.close()
             with contextlib.suppress(Exception):

@@ -194,16 +194,14 @@ class ProxyPlane:
             self._config = config
             self._pac_fetched = fetched = asyncio.Event()
             try:
-                await self._browser.reload_proxy_settings()
-                await asyncio.wait_for(fetched.wait(), APPLY_TIMEOUT)
+                if not await self._browser.reload_proxy_settings(fetched, APPLY_TIMEOUT):
+                    return Applied(
+                        False,
+                        f"Chromium did not fetch {self.pac_url}: is it started with "
+                        "--proxy-pac-url (AGENTBOX_PROXY_PAC_URL)?",
+                    )
             except (BrowserUnavailable, BrowserError) as exc:
                 return Applied(False, f"the browser reads the settings when it starts ({exc})")
-            except TimeoutError:
-                return Applied(
-                    False,
-                    f"Chromium did not fetch {self.pac_url}: is it started with "
-                    "--proxy-pac-url (AGENTBOX_PROXY_PAC_URL)?",
-                )
             finally:
                 self._pac_fetched = None
             return Applied(True)
