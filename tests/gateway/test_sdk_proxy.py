@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import socket
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -217,3 +218,37 @@ def test_every_route_through_the_async_client(gateway: str, app_url: str) -> Non
         )
 
     asyncio.run(scenario())
+
+
+def _through_tunnel(forwarder: int, authority: str) -> str:
+    """CONNECT ``authority`` through the forwarder, then one plain GET inside the tunnel; the answer."""
+    with socket.create_connection(("127.0.0.1", forwarder), timeout=10) as sock:
+        sock.sendall(f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode())
+        established = sock.recv(4096).decode()
+        assert established.startswith("HTTP/1.1 200"), established
+        sock.sendall(f"GET /inside HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n".encode())
+        chunks = []
+        while data := sock.recv(65536):
+            chunks.append(data)
+    return b"".join(chunks).decode()
+
+
+def test_tunnels_follow_the_settings_with_credentials_added(client: Sandbox, app_url: str) -> None:
+    """What Chromium does for https: CONNECT to the forwarder, which tunnels to the upstream (adding
+    ``Proxy-Authorization``), to a mapped port, or directly to an excluded host."""
+    port = int(app_url.rsplit(":", 1)[1])
+    with recording_proxy(credentials=("frank", SECRET)) as upstream:
+        client.proxy.set_upstream(server=f"frank:{SECRET}@{upstream.address}")
+        client.proxy.add_mapping(source="tunnel.test", target=f":{port}")
+        client.proxy.add_exclude(pattern="127.0.0.1")
+        forwarder = client.proxy.list_mappings().data[0].internal_port
+        assert "proxied secure.test:443 /inside" in _through_tunnel(forwarder, "secure.test:443")
+        assert "app saw tunnel.test:443 /inside" in _through_tunnel(forwarder, "tunnel.test:443")
+        assert "app saw 127.0.0.1" in _through_tunnel(forwarder, f"127.0.0.1:{port}")
+        plain = httpx.get("http://wrong.test/", proxy=f"http://127.0.0.1:{forwarder}", timeout=10)
+    expected = "Basic " + base64.b64encode(f"frank:{SECRET}".encode()).decode()
+    assert [(r.method, r.target, r.authorization) for r in upstream.requests[:1]] == [
+        ("CONNECT", "secure.test:443", expected)
+    ]
+    assert plain.status_code == 200 and "proxied http://wrong.test/" in plain.text
+    assert len(upstream.requests) == 2

@@ -1,7 +1,8 @@
 """A stand-in upstream HTTP proxy for the browser-proxy tests: it records every proxied request
 (absolute-form request line and ``Proxy-Authorization``) and answers it itself with a small page
-naming the URL, so a test sees both that the browser went through it and what it asked for. With
-``credentials`` it answers 407 to requests without them, as an authenticating proxy does."""
+naming the URL (a ``CONNECT`` tunnel's first request likewise), so a test sees both that the browser
+went through it and what it asked for. With ``credentials`` it answers 407 to requests without them,
+as an authenticating proxy does."""
 
 from __future__ import annotations
 
@@ -52,6 +53,10 @@ class RecordingProxy:
                     )
                     await writer.drain()
                     return
+            if method == "CONNECT":  # a tunnel: what comes through it is answered as a plain request
+                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                tunneled = (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)).decode("latin-1")
+                target = f"{target} {tunneled.split(' ', 2)[1]}"
             body = f"<!doctype html><title>proxied</title><p id='via'>proxied {target}</p>".encode()
             writer.write(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n"
