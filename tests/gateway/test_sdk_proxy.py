@@ -139,6 +139,10 @@ def test_the_pac_file_follows_the_settings_and_holds_no_credentials(client: Sand
     assert SECRET not in text and "carol" not in text and "10.1.2.3" not in text
     # Chromium reads the same file from the loopback forwarder, which the API key does not guard.
     assert httpx.get(f"http://127.0.0.1:{forwarder}/proxy.pac").text == text
+    rebound = httpx.get(f"http://127.0.0.1:{forwarder}/proxy.pac", headers={"Host": f"evil.test:{forwarder}"})
+    assert rebound.status_code == 421
+    client.proxy.remove_mapping(source="https://app.test:8443")  # a source with "://" in the path
+    assert client.proxy.list_mappings().data == []
 
 
 def test_the_pac_route_needs_the_api_key(gateway_settings: GatewaySettings) -> None:

@@ -22,7 +22,9 @@ HEAD_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 10.0
 CHUNK = 64 * 1024
 PAC_PATH = "/proxy.pac"
-_HOP_HEADERS = {"connection", "proxy-connection", "keep-alive", "proxy-authorization", "te", "trailer", "upgrade"}
+_HOP_HEADERS = {"connection", "proxy-connection", "keep-alive", "proxy-authorization", "te", "upgrade"}
+#: ``Host`` names the PAC file is served to: a page whose name was rebound to 127.0.0.1 reads nothing.
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
 def proxy_authorization(upstream: Upstream) -> str | None:
@@ -75,6 +77,10 @@ class Forwarder:
         target = rest.rpartition(" ")[0]
         headers = [(name.strip(), value.strip()) for name, _, value in (line.partition(":") for line in lines)]
         if method == "GET" and target.split("?")[0] == PAC_PATH:
+            host = next((value for name, value in headers if name.lower() == "host"), "")
+            if host.rpartition(":")[0] not in _LOOPBACK_NAMES and host not in _LOOPBACK_NAMES:
+                await _answer(writer, 421, "Misdirected Request", "the PAC file is served on loopback names only\n")
+                return
             await _answer(writer, 200, "OK", self._pac(), "application/x-ns-proxy-autoconfig")
             return
         config = self._config()

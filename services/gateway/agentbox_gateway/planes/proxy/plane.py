@@ -29,6 +29,7 @@ from .rules import (
     parse_exclude,
     parse_mapping,
     parse_upstream,
+    same_source,
     split_url,
 )
 
@@ -151,12 +152,12 @@ class ProxyPlane:
     async def add_mapping(self, source: str, target: str) -> tuple[MappingInfo, Applied]:
         """Add, or replace the one with the same source."""
         mapping = parse_mapping(source, target)
-        kept = tuple(m for m in self._config.mappings if m.source != mapping.source)
+        kept = tuple(m for m in self._config.mappings if not same_source(m.source, mapping.source))
         applied = await self._change(replace(self._config, mappings=(*kept, mapping)))
         return self._mapping_info(mapping), applied
 
     async def remove_mapping(self, source: str) -> tuple[MappingInfo, Applied]:
-        found = next((m for m in self._config.mappings if m.source == source.strip()), None)
+        found = next((m for m in self._config.mappings if same_source(m.source, source)), None)
         if found is None:
             raise ProxyEntryNotFound(f"no mapping for source {source!r}")
         kept = tuple(m for m in self._config.mappings if m is not found)

@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlsplit
 MASK = "****"
 _HOST_PATTERN = re.compile(r"^(\*|\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)*$|^\*$")
 _HOST = re.compile(r"^[a-z0-9-]+(\.[a-z0-9-]+)*$")
+_SLASHES = re.compile(r"/{2,}")
 _DOMAIN_EXCLUDE = re.compile(r"^(\*\.|\.)?[a-z0-9-]+(\.[a-z0-9-]+)*$")
 
 
@@ -113,6 +114,12 @@ class Exclude:
             except ValueError:
                 return False
         return any(fnmatch.fnmatchcase(host, pattern) for pattern in self.hosts)
+
+
+def same_source(first: str, second: str) -> bool:
+    """Whether two mapping sources name the same mapping: repeated slashes count as one, since a source
+    sent in a URL path (``DELETE /v1/proxy/mappings/https://…``) may arrive with ``//`` merged."""
+    return _SLASHES.sub("/", first.strip()) == _SLASHES.sub("/", second.strip())
 
 
 def parse_upstream(server: str) -> Upstream:
