@@ -154,40 +154,44 @@ def test_the_pac_route_needs_the_api_key(gateway_settings: GatewaySettings) -> N
         assert httpx.get(f"{url}/v1/browser/proxy.pac", headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
 
 
-@pytest.mark.parametrize(
-    ("method", "path", "body", "status"),
-    [
-        ("PUT", "/v1/proxy/upstream", {"server": "socks5://127.0.0.1:1080"}, 400),
-        ("PUT", "/v1/proxy/upstream", {"server": "just-a-host"}, 400),
-        ("PUT", "/v1/proxy/upstream", {"server": "127.0.0.1:99999"}, 400),
-        ("PUT", "/v1/proxy/upstream", {"server": "127.0.0.1:3128", "auth_cmd": "exit 3"}, 400),
-        ("PUT", "/v1/proxy/upstream", {"server": "127.0.0.1:3128", "auth_cmd": "echo no-colon"}, 400),
-        ("PUT", "/v1/proxy/upstream", {"server": 3128}, 422),
-        ("PUT", "/v1/proxy/upstream", {"server": "127.0.0.1:3128", "extra": 1}, 422),
-        ("PUT", "/v1/proxy/upstream", {}, 422),
-        ("POST", "/v1/proxy/mappings", {"source": "myapp.test", "target": "not-a-port"}, 400),
-        ("POST", "/v1/proxy/mappings", {"source": "bad host!", "target": ":3000"}, 400),
-        ("POST", "/v1/proxy/mappings", {"source": "ftp://myapp.test", "target": ":3000"}, 400),
-        ("POST", "/v1/proxy/mappings", {"source": "myapp.test"}, 422),
-        ("DELETE", "/v1/proxy/mappings/never.test", None, 404),
-        ("POST", "/v1/proxy/excludes", {"pattern": "no spaces allowed"}, 400),
-        ("POST", "/v1/proxy/excludes", {"pattern": ["*.a.test"]}, 422),
-        ("DELETE", "/v1/proxy/excludes", {"pattern": "never.test"}, 404),
-        ("GET", "/v1/proxy/diagnose?url=ftp://files.test/", None, 400),
-        ("GET", "/v1/proxy/diagnose?url=not%20a%20url", None, 400),
-        ("GET", "/v1/proxy/diagnose", None, 422),
-    ],
-)
-def test_bad_input_is_refused_and_changes_nothing(
-    client: Sandbox, gateway: str, method: str, path: str, body: object, status: int
-) -> None:
+#: (method, path, body, status): refused before anything changes.
+BAD_INPUT = [
+    ("PUT", "/v1/proxy/upstream", {"server": "socks5://127.0.0.1:1080"}, 400),
+    ("PUT", "/v1/proxy/upstream", {"server": "just-a-host"}, 400),
+    ("PUT", "/v1/proxy/upstream", {"server": "127.0.0.1:99999"}, 400),
+    ("PUT", "/v1/proxy/upstream", {"server": "127.0.0.1:3128", "auth_cmd": "exit 3"}, 400),
+    ("PUT", "/v1/proxy/upstream", {"server": "127.0.0.1:3128", "auth_cmd": "echo no-colon"}, 400),
+    ("PUT", "/v1/proxy/upstream", {"server": 3128}, 422),
+    ("PUT", "/v1/proxy/upstream", {"server": "127.0.0.1:3128", "extra": 1}, 422),
+    ("PUT", "/v1/proxy/upstream", {}, 422),
+    ("POST", "/v1/proxy/mappings", {"source": "myapp.test", "target": "not-a-port"}, 400),
+    ("POST", "/v1/proxy/mappings", {"source": "myapp.test", "target": ":0"}, 400),
+    ("POST", "/v1/proxy/mappings", {"source": "bad host!", "target": ":3000"}, 400),
+    ("POST", "/v1/proxy/mappings", {"source": "ftp://myapp.test", "target": ":3000"}, 400),
+    ("POST", "/v1/proxy/mappings", {"source": "myapp.test"}, 422),
+    ("DELETE", "/v1/proxy/mappings/never.test", None, 404),
+    ("POST", "/v1/proxy/excludes", {"pattern": "no spaces allowed"}, 400),
+    ("POST", "/v1/proxy/excludes", {"pattern": ["*.a.test"]}, 422),
+    ("DELETE", "/v1/proxy/excludes", {"pattern": "never.test"}, 404),
+    ("GET", "/v1/proxy/diagnose?url=ftp://files.test/", None, 400),
+    ("GET", "/v1/proxy/diagnose?url=not%20a%20url", None, 400),
+    ("GET", "/v1/proxy/diagnose", None, 422),
+]
+
+
+def test_bad_input_is_refused_and_changes_nothing(client: Sandbox, gateway: str) -> None:
     client.proxy.set_upstream(server="127.0.0.1:3128")
-    before = [httpx.get(f"{gateway}/v1/proxy/{part}").json()["data"] for part in ("upstream", "mappings", "excludes")]
-    response = httpx.request(method, f"{gateway}{path}", json=body, timeout=30)
-    assert response.status_code == status, response.text
-    assert response.json()["success"] is False
-    after = [httpx.get(f"{gateway}/v1/proxy/{part}").json()["data"] for part in ("upstream", "mappings", "excludes")]
-    assert after == before
+    client.proxy.add_exclude(pattern="kept.test")
+
+    def settings() -> list[object]:
+        return [httpx.get(f"{gateway}/v1/proxy/{part}").json()["data"] for part in ("upstream", "mappings", "excludes")]
+
+    before = settings()
+    for method, path, body, status in BAD_INPUT:
+        response = httpx.request(method, f"{gateway}{path}", json=body, timeout=30)
+        assert response.status_code == status, (method, path, body, response.text)
+        assert response.json()["success"] is False
+        assert settings() == before, (method, path, body)
 
 
 def test_every_route_through_the_async_client(gateway: str, app_url: str) -> None:
