@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import httpx
 
-from agentbox_common.processes import sandbox_environment
+from agentbox_common.processes import run_bounded
 
 from ..browser import BrowserError, BrowserPlane, BrowserUnavailable
 from .forwarder import Forwarder
@@ -265,22 +265,10 @@ def _scrub(text: str, upstream: Upstream | None) -> str:
 
 async def _run_auth_cmd(command: str) -> tuple[str, str]:
     """Run ``auth_cmd`` (bash, the sandbox's environment); its output is a secret: never logged or quoted."""
-    process = await asyncio.create_subprocess_exec(
-        "bash",
-        "-c",
-        command,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-        env=sandbox_environment(),
-        start_new_session=True,
-    )
     try:
-        output, _ = await asyncio.wait_for(process.communicate(), AUTH_CMD_TIMEOUT)
+        returncode, output, _ = await run_bounded(["bash", "-c", command], AUTH_CMD_TIMEOUT)
     except TimeoutError:
-        process.kill()
-        await process.wait()
         raise ProxySettingError(f"auth_cmd did not finish within {AUTH_CMD_TIMEOUT:g} s") from None
-    if process.returncode != 0:
-        raise ProxySettingError(f"auth_cmd failed with exit code {process.returncode}")
+    if returncode != 0:
+        raise ProxySettingError(f"auth_cmd failed with exit code {returncode}")
     return parse_credentials(output.decode(errors="replace"))
