@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import pytest
 from agent_sandbox import AsyncSandbox, Sandbox
+from agent_sandbox.types.restart_request import RestartRequest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -110,6 +111,16 @@ def test_a_mapping_serves_a_host_from_a_local_port(client: Sandbox, app_port: in
         client.proxy.add_mapping(source="mapped.test", target=f":{app_port}/base")
         assert shown(client, "http://mapped.test/page") == "app /base/page"
         assert upstream.targets() == []
+
+
+def test_the_settings_outlive_a_browser_restart(client: Sandbox, app_port: int) -> None:
+    """A fresh Chromium reads the PAC file as it starts: the settings still apply."""
+    with recording_proxy() as upstream:
+        client.proxy.set_upstream(server=upstream.address)
+        client.browser.restart(request=RestartRequest(mode="hard"))
+        url = f"http://after-restart.test:{app_port}/"
+        assert shown(client, url) == f"proxied {url}"
+        assert url in upstream.targets()
 
 
 def _credentials_flow(gateway: str, upstream: RecordingProxy, app_port: int) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import socket
 from collections.abc import Iterator
 from dataclasses import replace
@@ -68,7 +69,10 @@ def test_upstream_is_set_read_and_removed_with_the_password_masked(client: Sandb
     assert client.proxy.get_upstream().data is None
 
 
-def test_auth_cmd_credentials_are_used_and_masked(client: Sandbox, app_url: str) -> None:
+def test_auth_cmd_credentials_are_used_and_masked(
+    client: Sandbox, app_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     with recording_proxy(credentials=("bob", SECRET)) as upstream:
         answer = client.proxy.set_upstream(server=upstream.address, auth_cmd=f"printf 'bob:{SECRET}'")
         assert (answer.data.username, answer.data.password) == ("bob", "****")
@@ -78,6 +82,7 @@ def test_auth_cmd_credentials_are_used_and_masked(client: Sandbox, app_url: str)
     assert (diagnosis.data.route, diagnosis.data.target_reachable, diagnosis.data.status_code) == ("proxy", True, 200)
     expected = "Basic " + base64.b64encode(f"bob:{SECRET}".encode()).decode()
     assert [(r.target, r.authorization) for r in upstream.requests] == [("http://site.test/through", expected)]
+    assert SECRET not in caplog.text  # not logged either
 
 
 def test_diagnose_through_a_working_and_a_dead_proxy(client: Sandbox) -> None:
@@ -166,6 +171,7 @@ BAD_INPUT = [
     ("PUT", "/v1/proxy/upstream", {}, 422),
     ("POST", "/v1/proxy/mappings", {"source": "myapp.test", "target": "not-a-port"}, 400),
     ("POST", "/v1/proxy/mappings", {"source": "myapp.test", "target": ":0"}, 400),
+    ("POST", "/v1/proxy/mappings", {"source": "myapp.test", "target": ":3000/a b\r\nX-Injected: 1"}, 400),
     ("POST", "/v1/proxy/mappings", {"source": "bad host!", "target": ":3000"}, 400),
     ("POST", "/v1/proxy/mappings", {"source": "ftp://myapp.test", "target": ":3000"}, 400),
     ("POST", "/v1/proxy/mappings", {"source": "myapp.test"}, 422),

@@ -181,6 +181,8 @@ def parse_mapping(source: str, target: str) -> Mapping:
     target_host, target_port = _host_port(target_authority.lower(), "target", required=True)
     target_host = target_host or "127.0.0.1"
     _check_host(target_host, "target")
+    _check_path(path, "source")
+    _check_path(target_path, "target")
     assert target_port is not None
     return Mapping(
         source=source.strip(),
@@ -245,6 +247,12 @@ def _check_host(host: str, what: str) -> None:
         pass
     if not _HOST.match(host):
         raise ProxySettingError(f"{what} host {host!r} is not a host name or an IP address")
+
+
+def _check_path(path: str, what: str) -> None:
+    """A path goes into a request line: no spaces, no control characters."""
+    if any(char.isspace() or ord(char) < 32 or ord(char) == 127 for char in path):
+        raise ProxySettingError(f"{what} path must not contain spaces or control characters")
 
 
 def _bracketed(host: str) -> str:
