@@ -87,9 +87,15 @@ def recording_proxy(credentials: tuple[str, str] | None = None) -> Iterator[Reco
     finally:
 
         async def stop() -> None:
+            """Close the server and the connections still open (a browser keeps idle ones)."""
             assert server is not None
             server.close()
+            connections = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in connections:
+                task.cancel()
+            await asyncio.gather(*connections, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+        loop.close()
