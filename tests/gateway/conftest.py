@@ -14,10 +14,11 @@ from tests.support.servers import serve_app
 
 @pytest.fixture
 def gateway_settings(tmp_path: Path) -> GatewaySettings:
-    """Settings isolated from the machine: a private skills folder, nothing aggregated, no key."""
+    """Settings isolated from the machine: a private skills folder, nothing aggregated, no key, the
+    browser proxy on any free port."""
     skills = tmp_path / "skills"
     skills.mkdir()
-    return replace(GatewaySettings.from_env({}), skills_path=skills)
+    return replace(GatewaySettings.from_env({}), skills_path=skills, browser_proxy_port=0)
 
 
 @pytest.fixture

@@ -1,6 +1,5 @@
-"""Every route the installed agent-sandbox SDK calls is served (listed in ``/v1/openapi.json``),
-except those in KNOWN_MISSING: that list is the explicit, shrinking gap. The test fails when the SDK
-adds a route nobody listed, and when a listed route starts being served (so the list stays true)."""
+"""Every route the installed agent-sandbox SDK calls is served (listed in ``/v1/openapi.json``). The
+test fails when an SDK upgrade adds a route the gateway does not serve."""
 
 from __future__ import annotations
 
@@ -13,21 +12,6 @@ import httpx
 
 #: The SDK talks to these outside ``/v1`` (AIO's hosted ticket/auth service), not to a sandbox.
 NOT_SANDBOX_ROUTES = {("GET", "/auth"), ("POST", "/tickets")}
-
-#: SDK routes the gateway does not serve yet (issue 15). Remove a line when its route is built.
-KNOWN_MISSING = {
-    ("GET", "/v1/browser/proxy.pac"),
-    ("GET", "/v1/proxy/diagnose"),
-    ("DELETE", "/v1/proxy/excludes"),
-    ("GET", "/v1/proxy/excludes"),
-    ("POST", "/v1/proxy/excludes"),
-    ("GET", "/v1/proxy/mappings"),
-    ("POST", "/v1/proxy/mappings"),
-    ("DELETE", "/v1/proxy/mappings/{}"),
-    ("DELETE", "/v1/proxy/upstream"),
-    ("GET", "/v1/proxy/upstream"),
-    ("PUT", "/v1/proxy/upstream"),
-}
 
 _PARAMETER = re.compile(r"\{[^}]*\}")
 
@@ -71,13 +55,8 @@ def test_the_sdk_is_read_completely() -> None:
     routes = sdk_routes()
     assert len(routes) >= 129, len(routes)  # SDK 0.0.30 calls 129 sandbox routes (+ 2 outside)
     assert NOT_SANDBOX_ROUTES <= routes
-    assert KNOWN_MISSING <= routes, sorted(KNOWN_MISSING - routes)
 
 
-def test_every_sdk_route_is_served_or_known_missing(gateway: str) -> None:
-    served = served_routes(gateway)
-    wanted = sdk_routes() - NOT_SANDBOX_ROUTES
-    unlisted = sorted(wanted - served - KNOWN_MISSING)
-    assert not unlisted, f"SDK routes neither served nor in KNOWN_MISSING: {unlisted}"
-    now_served = sorted(KNOWN_MISSING & served)
-    assert not now_served, f"served now, remove from KNOWN_MISSING: {now_served}"
+def test_every_sdk_route_is_served(gateway: str) -> None:
+    missing = sorted(sdk_routes() - NOT_SANDBOX_ROUTES - served_routes(gateway))
+    assert not missing, f"SDK routes the gateway does not serve: {missing}"

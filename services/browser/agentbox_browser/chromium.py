@@ -68,6 +68,7 @@ def chromium_command(settings: BrowserSettings, user_data_dir: str) -> list[str]
         *BASE_FLAGS,
         f"--window-size={viewport.width},{viewport.height}",
         f"--user-data-dir={user_data_dir}",
+        *([f"--proxy-pac-url={settings.proxy_pac_url}"] if settings.proxy_pac_url else []),
         *settings.extra_args,
         "about:blank",
     ]

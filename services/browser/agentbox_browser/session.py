@@ -36,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_MS = 10_000
 CONSOLE_LIMIT = 1000
+#: The page the gateway opens in a background tab to make Chromium re-read its proxy settings.
+SETTINGS_PAGE = "chrome://net-internals/"
 _API_PREFIX = re.compile(r"^[A-Za-z]+\.[A-Za-z]+: ")
 
 
@@ -151,7 +153,10 @@ class BrowserSession:
                 watch.created.set()
 
     def _on_page(self, page: Page) -> None:
-        """A tab opened by anyone (a tool, a popup, an outside CDP client) becomes the current page."""
+        """A tab opened by anyone (a tool, a popup, an outside CDP client) becomes the current page,
+        but for the gateway's short-lived ``chrome://net-internals`` tab (it re-applies proxy settings)."""
+        if page.url.startswith(SETTINGS_PAGE):
+            return
         self._current = page
         for watch in self._watches:
             watch.pages.append(page)

@@ -42,6 +42,8 @@ class BrowserSettings:
     extra_args: tuple[str, ...]
     #: ``AGENTBOX_NAV_TIMEOUT``: seconds a navigation (or a page script) may take.
     nav_timeout: float
+    #: ``AGENTBOX_PROXY_PAC_URL``: the PAC file Chromium follows (the gateway's browser proxy), or "".
+    proxy_pac_url: str = ""
 
     @property
     def cdp_url(self) -> str:
@@ -61,6 +63,7 @@ class BrowserSettings:
             headless=env_bool("AGENTBOX_HEADLESS", True, source),
             extra_args=_args("AGENTBOX_BROWSER_ARGS", env_str("AGENTBOX_BROWSER_ARGS", "", source)),
             nav_timeout=env_float("AGENTBOX_NAV_TIMEOUT", 30.0, source, minimum=0.1),
+            proxy_pac_url=env_str("AGENTBOX_PROXY_PAC_URL", "", source).strip(),
         )
 
 

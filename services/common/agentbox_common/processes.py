@@ -64,3 +64,25 @@ async def terminate_process_group(process: asyncio.subprocess.Process, grace: fl
     if process.returncode is None:
         with contextlib.suppress(ProcessLookupError):
             await process.wait()
+
+
+async def run_bounded(args: list[str], limit: float) -> tuple[int, bytes, bytes]:
+    """Run ``args`` in its own process group with the sandbox's environment (no stdin); its exit code,
+    stdout and stderr. Past ``limit`` seconds, or when cancelled, the whole group is killed
+    (``TimeoutError`` for the former)."""
+    process = await asyncio.create_subprocess_exec(
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=sandbox_environment(),
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = await asyncio.wait_for(process.communicate(), limit)
+    except BaseException:
+        kill_process_group(process.pid)
+        await asyncio.shield(process.wait())
+        raise
+    assert process.returncode is not None
+    return process.returncode, stdout, stderr

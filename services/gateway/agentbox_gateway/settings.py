@@ -14,6 +14,7 @@ from agentbox_common.settings import env_bool, env_csv, env_float, env_int, env_
 from .tickets import DEFAULT_TICKET_TTL
 
 DEFAULT_PORT = 18091
+DEFAULT_BROWSER_PROXY_PORT = 18093
 MAX_MCP_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_UPLOAD_BYTES = 1024**3
 DEFAULT_CODE_MEMORY_LIMIT_MB = 4096
@@ -49,6 +50,8 @@ class GatewaySettings:
     max_file_watchers: int = 128
     #: ``AGENTBOX_BROWSER_URL``: the browser program (page plane for ``/v1/browser/page|tabs|cookies``).
     browser_url: str = "http://127.0.0.1:8100"
+    #: ``AGENTBOX_BROWSER_PROXY_PORT``: the browser's forwarding proxy and PAC file on 127.0.0.1 (0: any free port).
+    browser_proxy_port: int = DEFAULT_BROWSER_PROXY_PORT
     #: ``AIO_PROXY_TIMEOUT``: the most an app behind ``/proxy/{port}/`` may take to answer (seconds).
     proxy_timeout: float = 60.0
     #: ``AGENTBOX_METRICS``, ``AGENTBOX_ACCESS_LOG``: ``/metrics`` and the access log.
@@ -86,6 +89,9 @@ class GatewaySettings:
             "shutdown_hooks": env_str("SANDBOX_SHUTDOWN_HOOKS", "", source),
             "max_file_watchers": env_int("AIO_MAX_FILE_WATCHERS", 128, source, minimum=1),
             "browser_url": env_str("AGENTBOX_BROWSER_URL", "http://127.0.0.1:8100", source).rstrip("/"),
+            "browser_proxy_port": env_int(
+                "AGENTBOX_BROWSER_PROXY_PORT", DEFAULT_BROWSER_PROXY_PORT, source, minimum=0, maximum=65535
+            ),
             "proxy_timeout": env_float("AIO_PROXY_TIMEOUT", 60.0, source, minimum=0.05),
             "observability": ObservabilitySettings.from_env(source),
             "max_upload_bytes": env_int("AIO_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES, source, minimum=1),

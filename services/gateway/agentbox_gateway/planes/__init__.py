@@ -16,6 +16,7 @@ from .file_watch import FileWatchPlane
 from .files import FilePlane
 from .hooks import HookPlane
 from .preview import PreviewPlane
+from .proxy import ProxyPlane
 from .shell import ShellPlane
 
 
@@ -32,28 +33,31 @@ class Planes:
     convert: ConvertPlane
     watch: FileWatchPlane
     hooks: HookPlane
+    proxy: ProxyPlane
 
     @classmethod
     def create(cls, settings: GatewaySettings) -> Planes:
         files = FilePlane(settings)
+        browser = BrowserPlane(settings)
         return cls(
             shell=ShellPlane(settings),
             code=CodePlane(settings),
             files=files,
             editor=EditorPlane(files),
             context=ContextPlane(settings),
-            browser=BrowserPlane(settings),
+            browser=browser,
             page=PagePlane(settings.browser_url, timeout=settings.upstream_call_timeout),
             preview=PreviewPlane(settings),
             convert=ConvertPlane(),
             watch=FileWatchPlane(settings.max_file_watchers),
             hooks=HookPlane(settings.shutdown_hooks),
+            proxy=ProxyPlane(settings.browser_proxy_port, browser),
         )
 
     async def aclose(self) -> None:
         """Stop shells, interpreters and clients; each plane's ``aclose`` is idempotent."""
         for plane in (
             self.shell, self.code, self.files, self.editor, self.context, self.browser, self.page, self.preview,
-            self.convert, self.watch, self.hooks,
+            self.convert, self.watch, self.hooks, self.proxy,
         ):
             await plane.aclose()

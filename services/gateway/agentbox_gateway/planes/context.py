@@ -7,7 +7,6 @@ blocking runs in a worker thread or as an asyncio subprocess, never on the event
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import json
@@ -24,7 +23,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from agentbox_common.processes import kill_process_group, sandbox_environment
+from agentbox_common.processes import run_bounded, sandbox_environment
 
 from .. import __version__
 from ..settings import GatewaySettings
@@ -391,28 +390,13 @@ class ContextPlane:
 
 async def _run(args: list[str], limit: float, check: bool = True) -> str:
     """Run a probe in its own process group with the sandbox's environment; kill it on timeout."""
-    process = await asyncio.create_subprocess_exec(
-        *args,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=sandbox_environment(),
-        start_new_session=True,
-    )
     try:
-        stdout, stderr = await asyncio.wait_for(process.communicate(), limit)
+        returncode, stdout, stderr = await run_bounded(args, limit)
     except TimeoutError:
-        kill_process_group(process.pid)
-        await process.wait()
         raise ContextError(f"{os.path.basename(args[0])} did not answer within {limit:g}s") from None
-    except BaseException:
-        kill_process_group(process.pid)
-        raise
-    if check and process.returncode != 0:
+    if check and returncode != 0:
         detail = stderr.decode(errors="replace").strip().splitlines()
-        raise ContextError(
-            f"{os.path.basename(args[0])} failed: {detail[-1] if detail else process.returncode}"
-        )
+        raise ContextError(f"{os.path.basename(args[0])} failed: {detail[-1] if detail else returncode}")
     return stdout.decode(errors="replace")
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import struct
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -28,6 +30,8 @@ RESOLUTIONS = frozenset({
 })
 SCREENSHOT_TIMEOUT = 20.0
 _PAGE_METRICS = "[innerWidth, innerHeight, devicePixelRatio, navigator.userAgent]"
+_NET_INTERNALS = "chrome://net-internals/#proxy"
+_PRESS_RELOAD = "document.getElementById('proxy-view-reload-settings')?.click()"
 
 
 @dataclass(frozen=True)
@@ -244,6 +248,29 @@ class BrowserPlane:
             except CdpError:
                 self._sessions.pop(page.target_id, None)
                 raise
+
+    async def reload_proxy_settings(self, done: asyncio.Event, within: float) -> bool:
+        """Make Chromium fetch its PAC file again now; True once ``done`` is set (by whoever serves the
+        file), False after ``within`` seconds. No DevTools command does it; the "Re-apply settings"
+        button of ``chrome://net-internals/#proxy`` does, so a background tab presses it (again, until
+        the page has wired it up) and is closed. It is in the default context: proxy settings are per
+        profile."""
+        cdp = await self._cdp()
+        created = await cdp.call("Target.createTarget", {"url": _NET_INTERNALS, "background": True})
+        target_id = created["targetId"]
+        deadline = time.monotonic() + within
+        try:
+            attached = await cdp.call("Target.attachToTarget", {"targetId": target_id, "flatten": True})
+            page = PageSession(target_id, attached["sessionId"], 1.0)
+            while time.monotonic() < deadline:
+                await self._evaluate(cdp, page, _PRESS_RELOAD)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(done.wait(), 0.25)
+                    return True
+            return False
+        finally:
+            with contextlib.suppress(BrowserError):
+                await cdp.call("Target.closeTarget", {"targetId": target_id}, within=5.0)
 
     async def set_viewport(self, width: int, height: int) -> dict[str, int]:
         """Resize the browser window so the page area is ``width`` x ``height`` screenshot pixels."""

@@ -1,0 +1,133 @@
+"""REST door of the proxy plane, as the agent-sandbox SDK calls it: ``/v1/proxy/upstream`` (GET, PUT,
+DELETE), ``/v1/proxy/mappings`` (GET, POST, DELETE ``/{source}``), ``/v1/proxy/excludes`` (GET, POST,
+DELETE), ``GET /v1/proxy/diagnose?url=`` and the PAC file, ``GET /v1/browser/proxy.pac``. Passwords
+are answered as ``****`` only."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+from pydantic import ConfigDict, Field
+
+from ..planes.proxy import Applied, ProxyEntryNotFound, ProxySettingError, ProxyUnavailable
+from ..settings import GatewaySettings
+from .bodies import StrictBody
+from .envelope import answer_or_raise, error_responses, ok
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from ..planes import Planes
+
+STATUSES = {ProxySettingError: 400, ProxyEntryNotFound: 404, ProxyUnavailable: 503}
+
+
+class UpstreamRequest(StrictBody):
+    model_config = ConfigDict(extra="forbid")
+    server: str = Field(min_length=1, max_length=2048, description="[http://][user:pass@]host:port")
+    auth_cmd: str | None = Field(None, max_length=4096, description="a shell command printing user:pass")
+
+
+class MappingRequest(StrictBody):
+    model_config = ConfigDict(extra="forbid")
+    source: str = Field(min_length=1, max_length=2048, description="[scheme://]host[:port][/path], * in the host")
+    target: str = Field(min_length=1, max_length=2048, description="[host:]port[/path], host 127.0.0.1")
+
+
+class ExcludeRequest(StrictBody):
+    model_config = ConfigDict(extra="forbid")
+    pattern: str = Field(
+        min_length=1, max_length=512, description="example.com, *.example.com, .example.com, 10.0.0.0/8"
+    )
+
+
+def _answer(data: Any, applied: Applied, message: str = "Operation successful") -> dict[str, Any]:
+    """The envelope, with a ``hint`` when Chromium has not taken the change yet."""
+    body = ok(data, message)
+    if not applied.browser and applied.reason:
+        body["hint"] = applied.reason
+    return body
+
+
+async def _call(operation: Awaitable[Any]) -> Any:
+    return await answer_or_raise(operation, STATUSES)
+
+
+def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+    proxy = planes.proxy
+    api = APIRouter(tags=["proxy"], responses=error_responses(400, 404, 503))
+
+    @api.get(
+        "/v1/browser/proxy.pac",
+        response_class=Response,
+        tags=["browser"],
+        responses={
+            200: {
+                "content": {"application/x-ns-proxy-autoconfig": {}},
+                "description": "The PAC file Chromium follows (no credentials in it)",
+            }
+        },
+    )
+    async def proxy_pac() -> Response:
+        return Response(
+            proxy.pac(), media_type="application/x-ns-proxy-autoconfig", headers={"Cache-Control": "no-store"}
+        )
+
+    @api.get("/v1/proxy/upstream")
+    async def get_upstream() -> dict[str, Any]:
+        """``{addr, server, username, password}`` (password ``****``), or null: direct."""
+        upstream = proxy.upstream()
+        return ok(asdict(upstream) if upstream else None)
+
+    @api.put("/v1/proxy/upstream")
+    async def set_upstream(body: UpstreamRequest) -> dict[str, Any]:
+        """Route the browser through an HTTP proxy; applies at once, no browser restart."""
+        upstream, applied = await _call(proxy.set_upstream(body.server, body.auth_cmd))
+        return _answer(asdict(upstream), applied)
+
+    @api.delete("/v1/proxy/upstream")
+    async def remove_upstream() -> dict[str, Any]:
+        applied = await _call(proxy.remove_upstream())
+        return _answer(None, applied, "Upstream proxy removed: the browser connects directly")
+
+    @api.get("/v1/proxy/mappings")
+    async def list_mappings() -> dict[str, Any]:
+        return ok([asdict(mapping) for mapping in proxy.mappings()])
+
+    @api.post("/v1/proxy/mappings")
+    async def add_mapping(body: MappingRequest) -> dict[str, Any]:
+        """Serve a host (pattern) from a local port: ``myapp.com`` -> ``:3000``."""
+        mapping, applied = await _call(proxy.add_mapping(body.source, body.target))
+        return _answer(asdict(mapping), applied)
+
+    @api.delete("/v1/proxy/mappings/{source:path}")
+    async def remove_mapping(source: str) -> dict[str, Any]:
+        mapping, applied = await _call(proxy.remove_mapping(source))
+        return _answer(asdict(mapping), applied)
+
+    @api.get("/v1/proxy/excludes")
+    async def list_excludes() -> dict[str, Any]:
+        return ok(proxy.excludes())
+
+    @api.post("/v1/proxy/excludes")
+    async def add_exclude(body: ExcludeRequest) -> dict[str, Any]:
+        """Hosts or networks the browser reaches directly, around the upstream."""
+        applied = await _call(proxy.add_exclude(body.pattern))
+        return _answer(proxy.excludes(), applied)
+
+    @api.delete("/v1/proxy/excludes")
+    async def remove_exclude(body: ExcludeRequest) -> dict[str, Any]:
+        applied = await _call(proxy.remove_exclude(body.pattern))
+        return _answer(proxy.excludes(), applied)
+
+    @api.get("/v1/proxy/diagnose")
+    async def diagnose(url: str = Query(..., min_length=1, max_length=8192)) -> dict[str, Any]:
+        """Fetch ``url`` as the settings route it: ``{url, route, matched_mapping, resolved_target,
+        target_reachable, status_code, latency_ms, error}``."""
+        diagnosis = await _call(proxy.diagnose(url))
+        return ok(asdict(diagnosis))
+
+    return api
