@@ -15,6 +15,8 @@ import jsonschema
 from mcp import types
 from playwright.async_api import Error as PlaywrightError
 
+from agentbox_common.tool_arguments import describe_invalid_arguments
+
 from ..session import BrowserSession, BrowserUnavailable, first_line
 
 logger = logging.getLogger(__name__)
@@ -76,23 +78,6 @@ def image_result(text: str, png: bytes) -> types.CallToolResult:
     )
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
-    location = ".".join(str(part) for part in error.absolute_path) or "arguments"
-    expected: Any = error.validator_value  # the schema keyword's value: the names, for required
-    given: Any = error.instance or {}
-    if error.validator == "required":
-        missing = [name for name in expected if name not in given]
-        return f"{missing[0]} is required" if missing else error.message
-    if error.validator == "additionalProperties":
-        schema: Any = error.schema
-        known = sorted(schema.get("properties", {}))
-        extra = sorted(set(given) - set(known))
-        return f"unexpected argument {', '.join(extra)} (accepted: {', '.join(known) or 'none'})"
-    if error.validator == "type":
-        return f"{location} must be of type {error.validator_value}"
-    return f"{location}: {error.message}"
-
-
 class ToolRegistry:
     """The browser tools in their published order, with one error policy for all of them."""
 
@@ -121,7 +106,7 @@ class ToolRegistry:
         args = {key: value for key, value in (arguments or {}).items() if value is not None}
         errors = sorted(self._validators[name].iter_errors(args), key=lambda e: e.validator != "required")
         if errors:
-            return text_result(_describe(errors[0]), is_error=True)
+            return text_result(describe_invalid_arguments(errors[0]), is_error=True)
         try:
             async with asyncio.timeout(self._deadline):
                 return await tool.handler(self._session, args)

@@ -18,6 +18,8 @@ import jsonschema
 import jsonschema.protocols
 from mcp import types
 
+from agentbox_common.tool_arguments import describe_invalid_arguments
+
 from .results import ToolError, text_result
 
 logger = logging.getLogger(__name__)
@@ -41,21 +43,6 @@ class ToolSpec:
         return types.Tool(name=self.name, description=self.description, input_schema=self.input_schema)
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
-    expected: Any = error.validator_value  # the schema keyword's value: a list for required and enum
-    if error.validator == "required":
-        given: Any = error.instance or {}
-        missing = [name for name in expected if name not in given]
-        return f"{missing[0]} is required" if missing else error.message
-    location = ".".join(str(part) for part in error.absolute_path)
-    if error.validator == "type":
-        return f"{location or 'arguments'} must be of type {error.validator_value}"
-    if error.validator == "enum":
-        allowed = ", ".join(repr(v) for v in expected)
-        return f"{location or 'arguments'} must be one of {allowed}"
-    return f"{location}: {error.message}" if location else error.message
-
-
 def without_nulls(arguments: dict[str, Any]) -> dict[str, Any]:
     """``arguments`` without the fields (also of nested objects) whose value is null."""
     return {k: without_nulls(v) if isinstance(v, dict) else v for k, v in arguments.items() if v is not None}
@@ -65,7 +52,7 @@ def check_arguments(validator: jsonschema.protocols.Validator, arguments: dict[s
     """Raise :class:`ToolError` with a short, model-readable message when arguments break the schema."""
     errors = sorted(validator.iter_errors(arguments), key=lambda e: (e.validator != "required", e.path))
     if errors:
-        raise ToolError(_describe(errors[0]))
+        raise ToolError(describe_invalid_arguments(errors[0]))
 
 
 class ToolRegistry:
