@@ -237,10 +237,10 @@ def builtin(name: str) -> ToolSpec:
 @contextlib.contextmanager
 def door(router: UpstreamRouter, builtins: list[str], *, forwarder: bool = True) -> Iterator[str]:
     """The gateway's real MCP door (fake built-ins + ``router``) served on loopback; yields /mcp.
-    ``forwarder=False`` leaves out the upstream-call fast path, so every call takes the SDK's way."""
+    ``forwarder=False`` leaves out the tool-call fast path, so every call takes the SDK's way."""
     server = build_mcp_server(ToolRegistry([builtin(name) for name in builtins]), router)
-    routes = build_mcp_routes(server, "127.0.0.1", upstreams=router if forwarder else None,
-                              builtins=frozenset(builtins))
+    routes = build_mcp_routes(server, "127.0.0.1", upstreams=router, builtins=frozenset(builtins),
+                              fast_path=forwarder)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

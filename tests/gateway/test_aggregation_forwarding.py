@@ -16,7 +16,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from agentbox_gateway.upstreams import UpstreamCallForwarder
+from agentbox_gateway.mcp_fast_path import ToolCallFastPath
+from agentbox_gateway.upstreams import UpstreamCalls
 from tests.gateway.test_aggregation_fakes import door, make_router, tool, upstream_app
 from tests.support.jsonrpc import MODERN_META, modern_headers
 from tests.support.servers import free_port, serve_app
@@ -43,8 +44,8 @@ class RecordingDoor:
 def forwarder(upstream_url: str) -> Iterator[tuple[str, RecordingDoor]]:
     recording = RecordingDoor()
     router = make_router({"peer": {"url": upstream_url, "prefix": "peer"}})
-    app = UpstreamCallForwarder(recording, router, builtins=BUILTINS, server_info={"name": "test", "version": "1"},
-                                max_body=MAX_BODY)
+    calls = UpstreamCalls(router, builtins=BUILTINS, server_info={"name": "test", "version": "1"})
+    app = ToolCallFastPath(recording, [calls], max_body=MAX_BODY)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette):  # type: ignore[no-untyped-def]
