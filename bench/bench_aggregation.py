@@ -11,10 +11,14 @@
 3. ``tools/list`` on a gateway aggregating four upstreams, one of them a socket that accepts and
    never answers: wall time beside the configured bound (``AIO_MCP_LIST_TIMEOUT``), and beside the
    same gateway without the hanging upstream.
+4. ``tools/list`` on a gateway aggregating 16 upstreams (entries of four upstream servers) beside a
+   gateway with none and one with the list cache off (``AIO_MCP_LIST_CACHE_TTL=0``), interleaved
+   (target: 16 upstreams, cached, at most 1.5x none at p50).
 
 Every server is its own process on a random loopback port; the client is a keep-alive httpx client.
 
-    .venv/bin/python bench/bench_aggregation.py [--calls 2000] [--lists 5] [--list-timeout 2]
+    .venv/bin/python bench/bench_aggregation.py [--calls 2000] [--lists 5] [--list-timeout 2] [--catalogue 300]
+        [--only calls|concurrent|lists|catalogue]
 """
 
 from __future__ import annotations
@@ -139,10 +143,10 @@ def hanging() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def gateway(servers: dict[str, dict[str, str]], list_timeout: float) -> Iterator[str]:
+def gateway(servers: dict[str, dict[str, str]], list_timeout: float, **extra_env: str) -> Iterator[str]:
     port = free_port()
     env = {"EXTRA_MCP_SERVERS": json.dumps(servers), "AIO_MCP_LIST_TIMEOUT": str(list_timeout),
-           "AIO_API_KEY": ""}
+           "AIO_API_KEY": "", **extra_env}
     with spawn([os.path.join(BIN, "aiod"), "start", "--port", str(port)], port, env):
         yield f"http://127.0.0.1:{port}/mcp"
 
@@ -245,11 +249,40 @@ def bench_lists(lists: int, list_timeout: float) -> list[tuple[str, str, str, st
     return rows
 
 
+def bench_catalogue(lists: int, list_timeout: float) -> list[tuple[str, str, str, str]]:
+    """``tools/list`` with 16 upstreams (cached and not) beside none, calls interleaved."""
+    with upstream() as a, upstream() as b, upstream() as c, upstream() as d:
+        servers = {f"u{n}": {"url": url, "prefix": f"u{n}"} for n, url in enumerate([a, b, c, d] * 4)}
+        with gateway({}, list_timeout) as none, gateway(servers, list_timeout) as cached, \
+                gateway(servers, list_timeout, AIO_MCP_LIST_CACHE_TTL="0") as uncached, \
+                httpx.Client(timeout=60) as client:
+            cases = {"tools/list, no upstreams (baseline)": (none, 0),
+                     "tools/list, 16 upstreams (cached)": (cached, 16),
+                     "tools/list, 16 upstreams (cache off)": (uncached, 16)}
+            samples: dict[str, list[float]] = {label: [] for label in cases}
+            for round_ in range(lists + 10):
+                for label, (url, count) in cases.items():
+                    started = time.perf_counter()
+                    tools = post(client, url, "tools/list")["result"]["tools"]
+                    elapsed = time.perf_counter() - started
+                    assert sum(t["name"].endswith("_echo") for t in tools) == count, [t["name"] for t in tools]
+                    if round_ >= 10:
+                        samples[label].append(elapsed)
+    rows = [(label, f"{percentile(values, 0.5) * 1000:.2f}", f"{percentile(values, 0.99) * 1000:.2f}", str(len(values)))
+            for label, values in samples.items()]
+    ratio = statistics.median(samples["tools/list, 16 upstreams (cached)"]) / statistics.median(
+        samples["tools/list, no upstreams (baseline)"])
+    rows.append((f"target cached <= 1.5x none: {'met' if ratio <= 1.5 else 'MISSED'} ({ratio:.2f}x)", "", "", ""))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--lists", type=int, default=5)
     parser.add_argument("--list-timeout", type=float, default=2.0)
+    parser.add_argument("--catalogue", type=int, default=300, help="tools/list calls per gateway in section 4")
+    parser.add_argument("--only", choices=["calls", "concurrent", "lists", "catalogue"])
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-floor", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -259,9 +292,11 @@ def main() -> None:
     if args.serve_floor:
         serve_floor(args.serve_floor)
         return
-    call_rows = bench_calls(args.calls, args.list_timeout)
-    concurrent_rows = bench_concurrent(32, 100, 3, args.list_timeout)
-    list_rows = bench_lists(args.lists, args.list_timeout)
+    wanted = {args.only} if args.only else {"calls", "concurrent", "lists", "catalogue"}
+    call_rows = bench_calls(args.calls, args.list_timeout) if "calls" in wanted else []
+    concurrent_rows = bench_concurrent(32, 100, 3, args.list_timeout) if "concurrent" in wanted else []
+    list_rows = bench_lists(args.lists, args.list_timeout) if "lists" in wanted else []
+    catalogue_rows = bench_catalogue(args.catalogue, args.list_timeout) if "catalogue" in wanted else []
     print(f"aggregation benchmark, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print(f"{'case':<56} {'p50 ms':>9} {'p99 ms':>9}  samples")
     for row in call_rows:
@@ -273,6 +308,10 @@ def main() -> None:
     print()
     print(f"{'case':<56} {'median s':>9} {'max s':>9}  bound")
     for row in list_rows:
+        print(f"{row[0]:<56} {row[1]:>9} {row[2]:>9}  {row[3]}")
+    print()
+    print(f"{'case':<56} {'p50 ms':>9} {'p99 ms':>9}  samples")
+    for row in catalogue_rows:
         print(f"{row[0]:<56} {row[1]:>9} {row[2]:>9}  {row[3]}")
 
 

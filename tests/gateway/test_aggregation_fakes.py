@@ -35,9 +35,11 @@ NO_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 CallHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
-def make_router(servers: dict[str, Any], *, list_timeout: float = 2.0, call_timeout: float = 10.0) -> UpstreamRouter:
+def make_router(servers: dict[str, Any], *, list_timeout: float = 2.0, call_timeout: float = 10.0,
+                list_cache_ttl: float = GatewaySettings.upstream_list_cache_ttl) -> UpstreamRouter:
     return UpstreamRouter.from_config(GatewaySettings(
-        mcp_servers=servers, upstream_list_timeout=list_timeout, upstream_call_timeout=call_timeout))
+        mcp_servers=servers, upstream_list_timeout=list_timeout, upstream_call_timeout=call_timeout,
+        upstream_list_cache_ttl=list_cache_ttl))
 
 
 def tool(name: str, **extra: Any) -> dict[str, Any]:
