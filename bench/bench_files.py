@@ -188,9 +188,7 @@ def main() -> None:
                 assert json.loads(result["content"][0]["text"])["bytes_written"] == MIB
 
             def download() -> None:
-                assert (
-                    client.get(f"{gateway}/v1/file/download", params={"path": str(blob)}).content == payload
-                )
+                assert client.get(f"{gateway}/v1/file/download", params={"path": str(blob)}).content == payload
 
             def mcp_read() -> None:
                 body = tool_call_body(
@@ -206,14 +204,13 @@ def main() -> None:
                 "MCP read (encoding base64)": mcp_read,
             }
             transfers = interleaved(calls, args.transfers, warmup=1)
-            reads = {size: interleaved(read_calls(client, gateway, bare, workdir, size), args.reads, warmup=20)
-                     for size in (KIB, MIB)}
+            reads = {
+                size: interleaved(read_calls(client, gateway, bare, workdir, size), args.reads, warmup=20)
+                for size in (KIB, MIB)
+            }
 
     print(f"file plane, {os.cpu_count()} CPUs, loopback, rounds alternate between contenders\n")
-    print(
-        f"1. small-file read, {CONCURRENCY} concurrent clients, "
-        f"{args.requests} requests x {args.rounds} rounds"
-    )
+    print(f"1. small-file read, {CONCURRENCY} concurrent clients, {args.requests} requests x {args.rounds} rounds")
     print(f"{'contender':<40} {'req/s (median)':>15} {'all rounds':>26}")
     medians = {}
     for name, values in rates.items():

@@ -40,8 +40,12 @@ WARMUP = 20
 
 
 def contenders(client: httpx.Client, url: str) -> dict[str, Callable[[], None]]:
-    mcp_body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "sandbox_execute_bash", "arguments": {"cmd": "echo hi"}}}
+    mcp_body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "sandbox_execute_bash", "arguments": {"cmd": "echo hi"}},
+    }
     shell_id = client.post(f"{url}/v1/shell/sessions/create", json={}).json()["data"]["session_id"]
     bash_id = client.post(f"{url}/v1/bash/sessions/create", json={}).json()["data"]["session_id"]
 
@@ -77,8 +81,12 @@ async def concurrent_mcp(url: str, clients: int, per_client: int) -> list[float]
     """Latencies of ``clients`` concurrent clients, each with its own connection, ``per_client`` calls
     each. The clients are made and connected before the clock starts: making one blocks the event
     loop for milliseconds (its TLS context), which would delay reading the others' answers."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "sandbox_execute_bash", "arguments": {"cmd": "echo hi"}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "sandbox_execute_bash", "arguments": {"cmd": "echo hi"}},
+    }
     samples: list[float] = []
 
     async def call(http: httpx.AsyncClient) -> float:

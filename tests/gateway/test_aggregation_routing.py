@@ -34,10 +34,16 @@ ROUTER_LOG = "agentbox_gateway.upstreams.router"
 
 
 @contextlib.asynccontextmanager
-async def router(servers: dict[str, Any], *, list_timeout: float = 2.0, call_timeout: float = 10.0,
-                 list_cache_ttl: float = GatewaySettings.upstream_list_cache_ttl) -> AsyncIterator[UpstreamRouter]:
-    upstreams = make_router(servers, list_timeout=list_timeout, call_timeout=call_timeout,
-                            list_cache_ttl=list_cache_ttl)
+async def router(
+    servers: dict[str, Any],
+    *,
+    list_timeout: float = 2.0,
+    call_timeout: float = 10.0,
+    list_cache_ttl: float = GatewaySettings.upstream_list_cache_ttl,
+) -> AsyncIterator[UpstreamRouter]:
+    upstreams = make_router(
+        servers, list_timeout=list_timeout, call_timeout=call_timeout, list_cache_ttl=list_cache_ttl
+    )
     try:
         yield upstreams
     finally:
@@ -198,7 +204,8 @@ async def test_a_hanging_upstream_never_holds_tools_list_beyond_the_bound() -> N
                     assert 0.45 <= time.monotonic() - started < 1.2
                 started = time.monotonic()
                 hung, quick = await asyncio.gather(
-                    upstreams.call_tool("hang_x", {}), upstreams.call_tool("peer_hello", {}))
+                    upstreams.call_tool("hang_x", {}), upstreams.call_tool("peer_hello", {})
+                )
                 assert quick is not None and not quick.is_error
                 assert hung is not None and hung.is_error
                 assert hung.content[0].text == "upstream hang unavailable: no answer within 0.8 s"

@@ -239,7 +239,9 @@ async def test_a_busy_session_serves_its_waiters_first_come_first_served(plane: 
         await (await waiter).wait()
     await late
     assert [record.command for record in session.history][-10:] == [
-        "sleep 0.3", *(f"echo {index}" for index in range(8)), "echo late"
+        "sleep 0.3",
+        *(f"echo {index}" for index in range(8)),
+        "echo late",
     ]
 
 

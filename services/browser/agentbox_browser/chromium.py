@@ -150,8 +150,7 @@ class ChromiumSupervisor:
         drive the wrong browser); a Chromium that fails to start is retried in the background."""
         if port_in_use(self._settings.cdp_port):
             raise ChromiumError(
-                f"AGENTBOX_CDP_PORT {self._settings.cdp_port} is already in use on 127.0.0.1 "
-                "by another process"
+                f"AGENTBOX_CDP_PORT {self._settings.cdp_port} is already in use on 127.0.0.1 by another process"
             )
         await asyncio.to_thread(remove_stale_profiles)
         try:

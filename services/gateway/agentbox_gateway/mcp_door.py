@@ -58,11 +58,15 @@ def build_mcp_server(
             if scope.cancelled_caught:
                 result = cancelled_result()
         except MCPError:
-            note_tool_call(params.name if known(params.name) else UNKNOWN_TOOL, ToolOutcome.JSONRPC_ERROR,
-                           time.perf_counter() - started)
+            note_tool_call(
+                params.name if known(params.name) else UNKNOWN_TOOL,
+                ToolOutcome.JSONRPC_ERROR,
+                time.perf_counter() - started,
+            )
             raise
-        note_tool_call(params.name, ToolOutcome.IS_ERROR if result.is_error else ToolOutcome.OK,
-                       time.perf_counter() - started)
+        note_tool_call(
+            params.name, ToolOutcome.IS_ERROR if result.is_error else ToolOutcome.OK, time.perf_counter() - started
+        )
         return result
 
     def known(name: str) -> bool:
@@ -141,8 +145,9 @@ def build_mcp_routes(
     if fast_path:
         handlers: list[FastCalls] = [BuiltinCalls(server, builtins, lifespan_state)]
         if upstreams:
-            handlers.append(UpstreamCalls(upstreams, builtins=builtins, server_info=server.server_info_stamp,
-                                          running=running))
+            handlers.append(
+                UpstreamCalls(upstreams, builtins=builtins, server_info=server.server_info_stamp, running=running)
+            )
         endpoint = ToolCallFastPath(endpoint, handlers)
     splitter = mcp_streaming.ProgressSplitter(endpoint, sse_endpoint, max_body=MAX_MCP_BODY_BYTES)
     return [Route(MCP_PATH, endpoint=McpEdge(splitter, MAX_MCP_BODY_BYTES))]

@@ -82,7 +82,7 @@ class FastCalls(Protocol):
 
     def owns(self, name: str) -> bool: ...
 
-    def input_schema(self, name: str) -> dict[str, Any] | None: ...
+    def input_schema(self, name: str) -> Mapping[str, Any] | None: ...
 
     async def answer(self, call: ToolCall, request: Request) -> tuple[int, str]:
         """The HTTP status and the JSON-RPC answer's body, as the door would send them."""
@@ -160,7 +160,7 @@ class ToolCallFastPath:
 
     @staticmethod
     def _modern_verdict(
-        message: dict[str, Any], schema: dict[str, Any] | None, arguments: dict[str, Any] | None, headers: Headers
+        message: dict[str, Any], schema: Mapping[str, Any] | None, arguments: dict[str, Any] | None, headers: Headers
     ) -> InboundModernRoute | None:
         """The 2026-07-28 checks of the SDK's modern handler: routing headers given once and equal to
         the body, the ``_meta`` envelope, and ``Mcp-Param-*`` headers against the tool's schema."""
@@ -211,7 +211,7 @@ class BuiltinCalls:
     def owns(self, name: str) -> bool:
         return name in self.names
 
-    def input_schema(self, name: str) -> dict[str, Any] | None:
+    def input_schema(self, name: str) -> Mapping[str, Any] | None:
         lookup = self.server.get_tool_input_schema
         return lookup(name) if lookup is not None else None
 

@@ -33,8 +33,14 @@ _UNSHAPEABLE = {"code": INTERNAL_ERROR, "message": "Handler returned an invalid 
 class UpstreamCalls:
     """The fast path's handler for names an upstream owns (built-ins excepted)."""
 
-    def __init__(self, router: UpstreamRouter, *, builtins: Container[str], server_info: Mapping[str, Any],
-                 running: RunningCalls | None = None) -> None:
+    def __init__(
+        self,
+        router: UpstreamRouter,
+        *,
+        builtins: Container[str],
+        server_info: Mapping[str, Any],
+        running: RunningCalls | None = None,
+    ) -> None:
         #: Where forwarded calls are kept for the door's ``notifications/cancelled`` handler.
         self.running = running if running is not None else RunningCalls()
         self.router = router
@@ -56,11 +62,14 @@ class UpstreamCalls:
         with self.running.track(call.request_id) as cancel:
             status, answer = await self._answer(route, call.arguments, version)
         if cancel.cancelled_caught:  # the upstream's request was cancelled with it
-            status, answer = 200, self._result(cancelled_result().model_dump(by_alias=True, exclude_none=True,
-                                                                             mode="json"), version)
+            status, answer = (
+                200,
+                self._result(cancelled_result().model_dump(by_alias=True, exclude_none=True, mode="json"), version),
+            )
         note_tool_call(call.name, _outcome(answer), time.perf_counter() - started)
-        content = json.dumps({"jsonrpc": "2.0", "id": call.request_id, **answer}, ensure_ascii=False,
-                             separators=(",", ":"))
+        content = json.dumps(
+            {"jsonrpc": "2.0", "id": call.request_id, **answer}, ensure_ascii=False, separators=(",", ":")
+        )
         return status, content
 
     async def _answer(self, route: Route, arguments: dict[str, Any] | None, version: str) -> tuple[int, dict[str, Any]]:
@@ -76,8 +85,11 @@ class UpstreamCalls:
     def _result(self, result: dict[str, Any], version: str) -> dict[str, Any]:
         """The ``result`` member for ``result`` shaped for the client's version (or the SDK's error)."""
         try:
-            return {"result": self._shape_modern(result, version) if version in MODERN_PROTOCOL_VERSIONS
-                    else serialize_server_result("tools/call", version, result)}
+            return {
+                "result": self._shape_modern(result, version)
+                if version in MODERN_PROTOCOL_VERSIONS
+                else serialize_server_result("tools/call", version, result)
+            }
         except ValidationError:
             return {"error": dict(_UNSHAPEABLE)}
 

@@ -68,8 +68,9 @@ def _first_error(exc: ValidationError) -> str:
 class UpstreamRouter:
     """The aggregated upstreams, in registration order."""
 
-    def __init__(self, configs: list[UpstreamConfig], *, list_timeout: float, call_timeout: float,
-                 list_cache_ttl: float = 0.0) -> None:
+    def __init__(
+        self, configs: list[UpstreamConfig], *, list_timeout: float, call_timeout: float, list_cache_ttl: float = 0.0
+    ) -> None:
         self._clients = [
             UpstreamClient(config, list_timeout=list_timeout, call_timeout=call_timeout) for config in configs
         ]
@@ -150,12 +151,17 @@ class UpstreamRouter:
             return None
         published = client.config.publish(name)
         if published is None:
-            self._note_once(client.name, f"tool {name!r} dropped: the entry has no prefix and the name does "
-                                         f"not start with {client.config.name_prefix!r}")
+            self._note_once(
+                client.name,
+                f"tool {name!r} dropped: the entry has no prefix and the name does "
+                f"not start with {client.config.name_prefix!r}",
+            )
             return None
         if published in taken:
-            self._note_once(client.name, f"tool {published!r} dropped: a built-in tool or an earlier "
-                                         "upstream already publishes that name")
+            self._note_once(
+                client.name,
+                f"tool {published!r} dropped: a built-in tool or an earlier upstream already publishes that name",
+            )
             return None
         try:
             return types.Tool.model_validate({**raw, "name": published})
