@@ -11,10 +11,14 @@
 3. ``tools/list`` on a gateway aggregating four upstreams, one of them a socket that accepts and
    never answers: wall time beside the configured bound (``AIO_MCP_LIST_TIMEOUT``), and beside the
    same gateway without the hanging upstream.
+4. ``tools/list`` on a gateway aggregating 16 upstreams (entries of four upstream servers) beside a
+   gateway with none and one with the list cache off (``AIO_MCP_LIST_CACHE_TTL=0``), interleaved
+   (target: 16 upstreams, cached, at most 1.5x none at p50).
 
 Every server is its own process on a random loopback port; the client is a keep-alive httpx client.
 
-    .venv/bin/python bench/bench_aggregation.py [--calls 2000] [--lists 5] [--list-timeout 2]
+    .venv/bin/python bench/bench_aggregation.py [--calls 2000] [--lists 5] [--list-timeout 2] [--catalogue 300]
+        [--only calls|concurrent|lists|catalogue]
 """
 
 from __future__ import annotations
@@ -55,7 +59,9 @@ def serve_upstream(port: int) -> None:
 
     server = Server("bench-upstream", on_list_tools=on_list, on_call_tool=on_call)
     inner = server.streamable_http_app(
-        streamable_http_path="/mcp", json_response=True, stateless_http=True,
+        streamable_http_path="/mcp",
+        json_response=True,
+        stateless_http=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
 
@@ -73,8 +79,7 @@ def serve_floor(port: int) -> None:
     uvicorn, loopback and the client cost on their own."""
     import uvicorn
 
-    body = json.dumps({"jsonrpc": "2.0", "id": 1,
-                       "result": {"content": [{"type": "text", "text": "ping"}]}}).encode()
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "ping"}]}}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
 
     async def app(scope, receive, send) -> None:
@@ -108,8 +113,13 @@ def wait_ready(port: int, process: subprocess.Popen, timeout: float = 30) -> Non
 
 @contextlib.contextmanager
 def spawn(args: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[None]:
-    process = subprocess.Popen(args, env={**os.environ, "LOG_LEVEL": "WARNING", **(env or {})},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        args,
+        env={**os.environ, "LOG_LEVEL": "WARNING", **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         wait_ready(port, process)
         yield
@@ -139,17 +149,23 @@ def hanging() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def gateway(servers: dict[str, dict[str, str]], list_timeout: float) -> Iterator[str]:
+def gateway(servers: dict[str, dict[str, str]], list_timeout: float, **extra_env: str) -> Iterator[str]:
     port = free_port()
-    env = {"EXTRA_MCP_SERVERS": json.dumps(servers), "AIO_MCP_LIST_TIMEOUT": str(list_timeout),
-           "AIO_API_KEY": ""}
+    env = {
+        "EXTRA_MCP_SERVERS": json.dumps(servers),
+        "AIO_MCP_LIST_TIMEOUT": str(list_timeout),
+        "AIO_API_KEY": "",
+        **extra_env,
+    }
     with spawn([os.path.join(BIN, "aiod"), "start", "--port", str(port)], port, env):
         yield f"http://127.0.0.1:{port}/mcp"
 
 
-MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-               "io.modelcontextprotocol/clientCapabilities": {},
-               "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}}
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+}
 
 
 def post(client: httpx.Client, url: str, method: str, params: dict | None = None, *, modern: bool = False) -> dict:
@@ -172,8 +188,11 @@ def percentile(samples: list[float], q: float) -> float:
 
 
 def bench_calls(calls: int, list_timeout: float) -> list[tuple[str, str, str, str]]:
-    with upstream() as direct_url, upstream("--serve-floor") as floor_url, \
-            gateway({"up": {"url": direct_url, "prefix": "up"}}, list_timeout) as gw_url:
+    with (
+        upstream() as direct_url,
+        upstream("--serve-floor") as floor_url,
+        gateway({"up": {"url": direct_url, "prefix": "up"}}, list_timeout) as gw_url,
+    ):
         # name -> (url, tool, 2026-07-28 era)
         paths = {
             "direct to the upstream": (direct_url, "echo", False),
@@ -188,20 +207,28 @@ def bench_calls(calls: int, list_timeout: float) -> list[tuple[str, str, str, st
             for i in range(calls + 200):
                 for name, (url, tool, modern) in paths.items():
                     started = time.perf_counter()
-                    answer = post(client, url, "tools/call", {"name": tool, "arguments": {"text": "ping"}},
-                                  modern=modern)
+                    answer = post(
+                        client, url, "tools/call", {"name": tool, "arguments": {"text": "ping"}}, modern=modern
+                    )
                     elapsed = (time.perf_counter() - started) * 1000
                     assert answer["result"]["content"][0]["text"] == "ping", (name, answer)
                     if i >= 200:  # warm-up excluded
                         samples[name].append(elapsed)
     p50 = {name: statistics.median(values) for name, values in samples.items()}
     p99 = {name: percentile(values, 0.99) for name, values in samples.items()}
-    rows = [(f"tools/call echo, {name}", f"{p50[name]:.2f}", f"{p99[name]:.2f}", str(len(samples[name])))
-            for name in paths]
+    rows = [
+        (f"tools/call echo, {name}", f"{p50[name]:.2f}", f"{p99[name]:.2f}", str(len(samples[name]))) for name in paths
+    ]
     for era, suffix in (("handshake era", ""), ("2026-07-28", ", 2026-07-28")):
         direct, through = f"direct to the upstream{suffix}", f"through the gateway{suffix}"
-        rows.append((f"added by the gateway, {era}", f"{p50[through] - p50[direct]:+.2f}",
-                     f"{p99[through] - p99[direct]:+.2f}", "target: p50 <= 1 ms"))
+        rows.append(
+            (
+                f"added by the gateway, {era}",
+                f"{p50[through] - p50[direct]:+.2f}",
+                f"{p99[through] - p99[direct]:+.2f}",
+                "target: p50 <= 1 ms",
+            )
+        )
     return rows
 
 
@@ -223,8 +250,15 @@ def bench_concurrent(clients: int, calls: int, rounds: int, list_timeout: float)
                 with ThreadPoolExecutor(clients) as pool:
                     list(pool.map(client_run, [url] * clients, [tool] * clients))
                 rates[name].append(clients * calls / (time.perf_counter() - started))
-    return [(f"{clients} concurrent clients, {name}", f"{statistics.median(values):.0f}",
-             " / ".join(f"{value:.0f}" for value in values), "") for name, values in rates.items()]
+    return [
+        (
+            f"{clients} concurrent clients, {name}",
+            f"{statistics.median(values):.0f}",
+            " / ".join(f"{value:.0f}" for value in values),
+            "",
+        )
+        for name, values in rates.items()
+    ]
 
 
 def bench_lists(lists: int, list_timeout: float) -> list[tuple[str, str, str, str]]:
@@ -240,8 +274,49 @@ def bench_lists(lists: int, list_timeout: float) -> list[tuple[str, str, str, st
                     tools = post(client, gw_url, "tools/list")["result"]["tools"]
                     times.append(time.perf_counter() - started)
                     assert sum(t["name"].endswith("_echo") for t in tools) == 3, [t["name"] for t in tools]
-                rows.append((f"tools/list, {label}", f"{statistics.median(times):.3f}", f"{max(times):.3f}",
-                             f"bound {list_timeout:g} s"))
+                rows.append(
+                    (
+                        f"tools/list, {label}",
+                        f"{statistics.median(times):.3f}",
+                        f"{max(times):.3f}",
+                        f"bound {list_timeout:g} s",
+                    )
+                )
+    return rows
+
+
+def bench_catalogue(lists: int, list_timeout: float) -> list[tuple[str, str, str, str]]:
+    """``tools/list`` with 16 upstreams (cached and not) beside none, calls interleaved."""
+    with upstream() as a, upstream() as b, upstream() as c, upstream() as d:
+        servers = {f"u{n}": {"url": url, "prefix": f"u{n}"} for n, url in enumerate([a, b, c, d] * 4)}
+        with (
+            gateway({}, list_timeout) as none,
+            gateway(servers, list_timeout) as cached,
+            gateway(servers, list_timeout, AIO_MCP_LIST_CACHE_TTL="0") as uncached,
+            httpx.Client(timeout=60) as client,
+        ):
+            cases = {
+                "tools/list, no upstreams (baseline)": (none, 0),
+                "tools/list, 16 upstreams (cached)": (cached, 16),
+                "tools/list, 16 upstreams (cache off)": (uncached, 16),
+            }
+            samples: dict[str, list[float]] = {label: [] for label in cases}
+            for round_ in range(lists + 10):
+                for label, (url, count) in cases.items():
+                    started = time.perf_counter()
+                    tools = post(client, url, "tools/list")["result"]["tools"]
+                    elapsed = time.perf_counter() - started
+                    assert sum(t["name"].endswith("_echo") for t in tools) == count, [t["name"] for t in tools]
+                    if round_ >= 10:
+                        samples[label].append(elapsed)
+    rows = [
+        (label, f"{percentile(values, 0.5) * 1000:.2f}", f"{percentile(values, 0.99) * 1000:.2f}", str(len(values)))
+        for label, values in samples.items()
+    ]
+    ratio = statistics.median(samples["tools/list, 16 upstreams (cached)"]) / statistics.median(
+        samples["tools/list, no upstreams (baseline)"]
+    )
+    rows.append((f"target cached <= 1.5x none: {'met' if ratio <= 1.5 else 'MISSED'} ({ratio:.2f}x)", "", "", ""))
     return rows
 
 
@@ -250,6 +325,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--lists", type=int, default=5)
     parser.add_argument("--list-timeout", type=float, default=2.0)
+    parser.add_argument("--catalogue", type=int, default=300, help="tools/list calls per gateway in section 4")
+    parser.add_argument("--only", choices=["calls", "concurrent", "lists", "catalogue"])
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-floor", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -259,9 +336,11 @@ def main() -> None:
     if args.serve_floor:
         serve_floor(args.serve_floor)
         return
-    call_rows = bench_calls(args.calls, args.list_timeout)
-    concurrent_rows = bench_concurrent(32, 100, 3, args.list_timeout)
-    list_rows = bench_lists(args.lists, args.list_timeout)
+    wanted = {args.only} if args.only else {"calls", "concurrent", "lists", "catalogue"}
+    call_rows = bench_calls(args.calls, args.list_timeout) if "calls" in wanted else []
+    concurrent_rows = bench_concurrent(32, 100, 3, args.list_timeout) if "concurrent" in wanted else []
+    list_rows = bench_lists(args.lists, args.list_timeout) if "lists" in wanted else []
+    catalogue_rows = bench_catalogue(args.catalogue, args.list_timeout) if "catalogue" in wanted else []
     print(f"aggregation benchmark, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print(f"{'case':<56} {'p50 ms':>9} {'p99 ms':>9}  samples")
     for row in call_rows:
@@ -273,6 +352,10 @@ def main() -> None:
     print()
     print(f"{'case':<56} {'median s':>9} {'max s':>9}  bound")
     for row in list_rows:
+        print(f"{row[0]:<56} {row[1]:>9} {row[2]:>9}  {row[3]}")
+    print()
+    print(f"{'case':<56} {'p50 ms':>9} {'p99 ms':>9}  samples")
+    for row in catalogue_rows:
         print(f"{row[0]:<56} {row[1]:>9} {row[2]:>9}  {row[3]}")
 
 

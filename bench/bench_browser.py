@@ -2,9 +2,12 @@
 directly with Playwright over CDP on the same Chromium, in the same run (interleaved, so both see the
 same machine load); then the memory of the program and of its Chromium, idle with one blank page.
 
-    .venv/bin/python bench/bench_browser.py [--iterations 200]
+    .venv/bin/python bench/bench_browser.py [--iterations 200] [--shots 100]
 
-Prints a table. Target: MCP p50 <= 1.5x the direct Playwright p50."""
+Prints a table. Target: MCP p50 <= 1.5x the direct Playwright p50. Then ``browser_screenshot`` of the
+same page beside Playwright's ``page.screenshot`` over CDP on the same Chromium and in a Chromium
+Playwright launched itself (same binary, Playwright's own switches); target: MCP p50 <= 1.1x the
+latter."""
 
 from __future__ import annotations
 
@@ -108,6 +111,7 @@ def timed(action: Callable[[], None]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--shots", type=int, default=100)
     options = parser.parse_args()
     chromium = chromium_path()
     if chromium is None:
@@ -176,6 +180,30 @@ def main() -> None:
             evaluate_mcp.append(timed(lambda: mcp("browser_evaluate", {"script": "1 + 1"})))
             evaluate_direct.append(timed(lambda: page.evaluate("1 + 1")))
 
+        # Screenshots of the same page: the program's tab, a CDP tab of the same Chromium, and a tab of
+        # a Chromium Playwright launched with its own switches; each brought to the front, interleaved.
+        shot_url = f"{site}/page/shot"
+        mcp("browser_navigate", {"url": shot_url})
+        page.goto(shot_url, wait_until="load")
+        launched = playwright.chromium.launch(executable_path=chromium)
+        own = launched.new_page(viewport={"width": 1280, "height": 720})
+        own.goto(shot_url, wait_until="load")
+        shots: dict[str, list[float]] = {
+            "agentbox-browser POST /mcp browser_screenshot": [],
+            "Playwright page.screenshot over CDP (same Chromium)": [],
+            "Playwright page.screenshot, Chromium Playwright launched": [],
+        }
+        for n in range(options.shots + 5):
+            mcp("browser_switch_tab", {"index": 0})
+            samples = [timed(lambda: mcp("browser_screenshot", {}))]
+            page.bring_to_front()
+            samples.append(timed(lambda: page.screenshot()))
+            samples.append(timed(lambda: own.screenshot()))
+            if n >= 5:
+                for values, sample in zip(shots.values(), samples, strict=True):
+                    values.append(sample)
+        launched.close()
+
         page.close()
         direct_browser.close()
         mcp("browser_navigate", {"url": "about:blank"})
@@ -203,6 +231,13 @@ def main() -> None:
         ("Playwright page.evaluate over CDP", evaluate_direct),
     ):
         print(f"| {name} | {statistics.median(samples):.1f} | {percentile(samples, 0.99):.1f} |")
+    print(f"\nviewport screenshot (1280x720 PNG) of the same page, {options.shots} each, interleaved, ms")
+    print("| path | p50 | p99 |")
+    print("|---|---|---|")
+    for name, samples in shots.items():
+        print(f"| {name} | {statistics.median(samples):.1f} | {percentile(samples, 0.99):.1f} |")
+    shot_mcp, _, shot_floor = (statistics.median(samples) for samples in shots.values())
+    print(f"\nratio p50 MCP / Playwright-launched: {shot_mcp / shot_floor:.2f}x (target <= 1.1x)")
     print("\nmemory, idle with one blank page (at start / after the run)")
     print("| process | count | RSS MiB | PSS MiB |")
     print("|---|---|---|---|")

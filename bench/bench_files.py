@@ -7,10 +7,12 @@
 2. Idle RSS of the gateway (``aiod start``) after start-up, beside the bare Starlette server's.
 3. 1 MiB binary transfer: ``POST /v1/file/upload`` and ``GET /v1/file/download`` p50/p99 beside the MCP
    equivalents (``write`` with base64 content, ``read`` with ``encoding: base64``).
+4. Read latency, one client: a 1 KiB and a 1 MiB text file read through ``/mcp`` beside the bare
+   route reading the same file (targets: MCP p50 at most 1.3x the route's for 1 KiB, 2.0x for 1 MiB).
 
 Rounds alternate between contenders so both see the same noise; every answer is checked.
 
-    .venv/bin/python bench/bench_files.py [--requests 2000] [--rounds 3] [--transfers 40]
+    .venv/bin/python bench/bench_files.py [--requests 2000] [--rounds 3] [--transfers 40] [--reads 300]
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._harness import BIN, interleaved, listening, print_latencies, tool_call_body
+from bench._harness import BIN, interleaved, listening, percentile, print_latencies, tool_call_body
 
 CONCURRENCY = 32
 SMALL_TEXT = "3\n7\n12\n5\n"
+KIB = 1024
 MIB = 1024 * 1024
 
 
@@ -92,11 +95,33 @@ async def throughput(call: Callable[[httpx.AsyncClient], Awaitable[None]], reque
         return requests / (time.perf_counter() - started)
 
 
+def read_calls(
+    client: httpx.Client, gateway: str, bare: str, workdir: Path, size: int
+) -> dict[str, Callable[[], None]]:
+    """A text file of ``size`` bytes read through ``/mcp`` and through the bare route, answers checked."""
+    text = ("0123456789abcdef" * (size // 16 + 1))[: size - 1] + "\n"
+    path = workdir / f"read-{size}.txt"
+    path.write_text(text)
+    expected = {"action": "read", "content": text, "path": str(path), "success": True}
+    body = tool_call_body("sandbox_file_operations", {"action": "read", "path": str(path)})
+    label = f"{size // KIB} KiB" if size < MIB else f"{size // MIB} MiB"
+
+    def via_mcp() -> None:
+        result = client.post(f"{gateway}/mcp", json=body).json()["result"]
+        assert not result["isError"] and json.loads(result["content"][0]["text"]) == expected
+
+    def via_bare() -> None:
+        assert client.post(f"{bare}/read", json={"path": str(path)}).json() == expected
+
+    return {f"MCP read {label}": via_mcp, f"bare Starlette route {label} (baseline)": via_bare}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000, help="reads per contender per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--transfers", type=int, default=40, help="1 MiB transfers per contender")
+    parser.add_argument("--reads", type=int, default=300, help="timed reads per contender and size")
     parser.add_argument("--baseline-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -163,9 +188,7 @@ def main() -> None:
                 assert json.loads(result["content"][0]["text"])["bytes_written"] == MIB
 
             def download() -> None:
-                assert (
-                    client.get(f"{gateway}/v1/file/download", params={"path": str(blob)}).content == payload
-                )
+                assert client.get(f"{gateway}/v1/file/download", params={"path": str(blob)}).content == payload
 
             def mcp_read() -> None:
                 body = tool_call_body(
@@ -181,12 +204,13 @@ def main() -> None:
                 "MCP read (encoding base64)": mcp_read,
             }
             transfers = interleaved(calls, args.transfers, warmup=1)
+            reads = {
+                size: interleaved(read_calls(client, gateway, bare, workdir, size), args.reads, warmup=20)
+                for size in (KIB, MIB)
+            }
 
     print(f"file plane, {os.cpu_count()} CPUs, loopback, rounds alternate between contenders\n")
-    print(
-        f"1. small-file read, {CONCURRENCY} concurrent clients, "
-        f"{args.requests} requests x {args.rounds} rounds"
-    )
+    print(f"1. small-file read, {CONCURRENCY} concurrent clients, {args.requests} requests x {args.rounds} rounds")
     print(f"{'contender':<40} {'req/s (median)':>15} {'all rounds':>26}")
     medians = {}
     for name, values in rates.items():
@@ -200,6 +224,13 @@ def main() -> None:
         print(f"{name:<40} {value:>10.1f} MiB")
     print(f"\n3. 1 MiB binary transfer, N={args.transfers} each, interleaved")
     print_latencies(transfers)
+    print(f"\n4. text read latency, one keep-alive client, N={args.reads} each, interleaved")
+    for size, samples in reads.items():
+        print_latencies(samples)
+        mcp, route = (percentile(values, 0.5) for values in samples.values())
+        target = 1.3 if size == KIB else 2.0
+        verdict = "met" if mcp <= target * route else "MISSED"
+        print(f"target MCP p50 <= {target}x route p50: {verdict} (ratio {mcp / route:.2f})\n")
     for path in workdir.iterdir():
         path.unlink()
     workdir.rmdir()

@@ -99,9 +99,7 @@ def test_a_chromium_that_cannot_start_is_reported_not_fatal() -> None:
         _wait_until(lambda: _answers(browser), 30, "the program did not serve /health")
         assert browser.health() == {"status": "ok", "chromium": "down"}
         message = browser.error("browser_navigate", {"url": "about:blank"})
-        assert message.startswith(
-            "browser unavailable: chromium failed to start: chromium exited with code 1"
-        )
+        assert message.startswith("browser unavailable: chromium failed to start: chromium exited with code 1")
     finally:
         process.terminate()
         process.wait(20)
@@ -145,9 +143,9 @@ def test_settings_defaults_and_errors() -> None:
     assert (settings.host, settings.port, settings.cdp_port) == ("127.0.0.1", 8100, 9222)
     assert settings.viewport == Viewport(1280, 720) and settings.headless and settings.nav_timeout == 30.0
     assert settings.extra_args == ()
-    assert BrowserSettings.from_env(
-        {"AGENTBOX_CHROMIUM": chromium, "AGENTBOX_VIEWPORT": "800,600"}
-    ).viewport == (Viewport(800, 600))
+    assert BrowserSettings.from_env({"AGENTBOX_CHROMIUM": chromium, "AGENTBOX_VIEWPORT": "800,600"}).viewport == (
+        Viewport(800, 600)
+    )
     bad = {
         "AGENTBOX_BROWSER_PORT": "http",
         "AGENTBOX_CDP_PORT": "70000",
@@ -189,3 +187,7 @@ def test_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch) -> None
     assert "--remote-debugging-address=127.0.0.1" in command and "--window-size=640,480" in command
     assert command[-3:] == ["--lang=fr", "--mute-audio", "about:blank"]
     assert "--user-data-dir=/tmp/profile" in command
+    # Playwright's screenshot switches; Chromium honours only one --disable-features, so it is one list.
+    assert "--enable-features=CDPScreenshotNewSurface" in command
+    (disabled,) = [flag for flag in command if flag.startswith("--disable-features=")]
+    assert "PaintHolding" in disabled.split("=", 1)[1].split(",")

@@ -35,9 +35,21 @@ NO_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 CallHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
-def make_router(servers: dict[str, Any], *, list_timeout: float = 2.0, call_timeout: float = 10.0) -> UpstreamRouter:
-    return UpstreamRouter.from_config(GatewaySettings(
-        mcp_servers=servers, upstream_list_timeout=list_timeout, upstream_call_timeout=call_timeout))
+def make_router(
+    servers: dict[str, Any],
+    *,
+    list_timeout: float = 2.0,
+    call_timeout: float = 10.0,
+    list_cache_ttl: float = GatewaySettings.upstream_list_cache_ttl,
+) -> UpstreamRouter:
+    return UpstreamRouter.from_config(
+        GatewaySettings(
+            mcp_servers=servers,
+            upstream_list_timeout=list_timeout,
+            upstream_call_timeout=call_timeout,
+            upstream_list_cache_ttl=list_cache_ttl,
+        )
+    )
 
 
 def tool(name: str, **extra: Any) -> dict[str, Any]:
@@ -98,8 +110,9 @@ def upstream_app(
         return {"content": [{"type": "text", "text": text}]}
 
     server = Server(label, on_list_tools=on_list, on_call_tool=on_call)
-    inner = server.streamable_http_app(streamable_http_path="/mcp", json_response=True, stateless_http=True,
-                                       transport_security=NO_HOST_CHECK)
+    inner = server.streamable_http_app(
+        streamable_http_path="/mcp", json_response=True, stateless_http=True, transport_security=NO_HOST_CHECK
+    )
     return _mounted(server, inner)
 
 
@@ -129,13 +142,14 @@ def handwritten_sse_upstream(tools: list[dict[str, Any]]) -> Starlette:
             result: dict[str, Any] = {"tools": tools}
         else:
             result = {"content": [{"type": "text", "text": "from sse ✓"}], "structuredContent": {"n": 1}}
-        note = {"jsonrpc": "2.0", "method": "notifications/progress",
-                "params": {"progressToken": 1, "progress": 0.5}}
+        note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 0.5}}
         answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}, indent=1, ensure_ascii=False)
         head, tail = answer.split("\n", 1)
-        body = (": keep-alive\n\n"
-                f"event: message\ndata: {json.dumps(note)}\n\n"
-                f"event: message\r\nid: 7\r\ndata: {head}\r\ndata: {tail.replace(chr(10), ' ')}\r\n\r\n").encode()
+        body = (
+            ": keep-alive\n\n"
+            f"event: message\ndata: {json.dumps(note)}\n\n"
+            f"event: message\r\nid: 7\r\ndata: {head}\r\ndata: {tail.replace(chr(10), ' ')}\r\n\r\n"
+        ).encode()
         check_mark = body.find("✓".encode())
         cuts = sorted({i + 1 for i, byte in enumerate(body) if byte == ord("\r")} | {check_mark + 1} - {0})
         pieces = [body[start:end] for start, end in itertools.pairwise([0, *cuts, len(body)])]
@@ -189,8 +203,9 @@ async def raw_upstream(
 async def read_request(reader: asyncio.StreamReader) -> dict[str, Any]:
     """The JSON body of the next HTTP/1.1 request on the connection."""
     head = await reader.readuntil(b"\r\n\r\n")
-    length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                  if line.lower().startswith(b"content-length:"))
+    length = next(
+        int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+    )
     return json.loads(await reader.readexactly(length))
 
 
@@ -214,10 +229,12 @@ def once_per_connection_upstream(answered: list[dict[str, Any]]) -> contextlib.A
             request = await read_request(reader)
             answered.append(request)
             text = f"call {len(answered)}"
-            body = json.dumps({"jsonrpc": "2.0", "id": request["id"],
-                               "result": {"content": [{"type": "text", "text": text}]}}).encode()
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                         % (len(body), body))
+            body = json.dumps(
+                {"jsonrpc": "2.0", "id": request["id"], "result": {"content": [{"type": "text", "text": text}]}}
+            ).encode()
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
             await writer.drain()
             await reader.readuntil(b"\r\n\r\n")
         writer.close()
@@ -230,17 +247,17 @@ async def _builtin_echo(args: dict[str, Any]) -> types.CallToolResult:
 
 
 def builtin(name: str) -> ToolSpec:
-    return ToolSpec(name, f"built-in {name}", {"type": "object", "properties": {"text": {"type": "string"}}},
-                    _builtin_echo)
+    return ToolSpec(
+        name, f"built-in {name}", {"type": "object", "properties": {"text": {"type": "string"}}}, _builtin_echo
+    )
 
 
 @contextlib.contextmanager
 def door(router: UpstreamRouter, builtins: list[str], *, forwarder: bool = True) -> Iterator[str]:
     """The gateway's real MCP door (fake built-ins + ``router``) served on loopback; yields /mcp.
-    ``forwarder=False`` leaves out the upstream-call fast path, so every call takes the SDK's way."""
+    ``forwarder=False`` leaves out the tool-call fast path, so every call takes the SDK's way."""
     server = build_mcp_server(ToolRegistry([builtin(name) for name in builtins]), router)
-    routes = build_mcp_routes(server, "127.0.0.1", upstreams=router if forwarder else None,
-                              builtins=frozenset(builtins))
+    routes = build_mcp_routes(server, "127.0.0.1", upstreams=router, builtins=frozenset(builtins), fast_path=forwarder)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

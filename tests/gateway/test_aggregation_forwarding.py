@@ -16,7 +16,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from agentbox_gateway.upstreams import UpstreamCallForwarder
+from agentbox_gateway.mcp_fast_path import ToolCallFastPath
+from agentbox_gateway.upstreams import UpstreamCalls
 from tests.gateway.test_aggregation_fakes import door, make_router, tool, upstream_app
 from tests.support.jsonrpc import MODERN_META, modern_headers
 from tests.support.servers import free_port, serve_app
@@ -43,8 +44,8 @@ class RecordingDoor:
 def forwarder(upstream_url: str) -> Iterator[tuple[str, RecordingDoor]]:
     recording = RecordingDoor()
     router = make_router({"peer": {"url": upstream_url, "prefix": "peer"}})
-    app = UpstreamCallForwarder(recording, router, builtins=BUILTINS, server_info={"name": "test", "version": "1"},
-                                max_body=MAX_BODY)
+    calls = UpstreamCalls(router, builtins=BUILTINS, server_info={"name": "test", "version": "1"})
+    app = ToolCallFastPath(recording, [calls], max_body=MAX_BODY)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette):  # type: ignore[no-untyped-def]
@@ -92,8 +93,9 @@ def test_a_handshake_era_call_for_an_upstream_tool_is_forwarded_without_the_door
         expected = 'peer:hello:{"a": 1}' if "arguments" in message["params"] else "peer:hello:{}"
         result = {"content": [{"type": "text", "text": expected}]}
         if "_meta" in message["params"]:  # the 2026-07-28 shape, stamped like the door's own results
-            result.update(resultType="complete", _meta={"io.modelcontextprotocol/serverInfo": {"name": "test",
-                                                                                               "version": "1"}})
+            result.update(
+                resultType="complete", _meta={"io.modelcontextprotocol/serverInfo": {"name": "test", "version": "1"}}
+            )
         assert answer["result"] == result
     else:  # the upstream itself says it has no such tool
         assert answer["error"] == {"code": -32602, "message": "unknown tool: unlisted"}
@@ -104,11 +106,15 @@ LEFT_TO_THE_DOOR = {
     "a built-in tool": ({}, call("sandbox_echo")),
     "an unknown tool": ({}, call("stranger_hello")),
     "2026-07-28 without _meta": (modern_headers("peer_hello"), call("peer_hello")),
-    "2026-07-28 without Mcp-Method": ({"MCP-Protocol-Version": "2026-07-28", "Mcp-Name": "peer_hello"},
-                                      call("peer_hello", _meta=MODERN_META)),
+    "2026-07-28 without Mcp-Method": (
+        {"MCP-Protocol-Version": "2026-07-28", "Mcp-Name": "peer_hello"},
+        call("peer_hello", _meta=MODERN_META),
+    ),
     "2026-07-28 naming another tool in Mcp-Name": (modern_headers("peer_other"), call("peer_hello", _meta=MODERN_META)),
-    "2026-07-28 header, 2025 _meta": (modern_headers("peer_hello"), call("peer_hello", _meta={
-        **MODERN_META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"})),
+    "2026-07-28 header, 2025 _meta": (
+        modern_headers("peer_hello"),
+        call("peer_hello", _meta={**MODERN_META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}),
+    ),
     "an unknown version": ({"MCP-Protocol-Version": "1999-01-01"}, call("peer_hello")),
     "a notification": ({}, {"jsonrpc": "2.0", "method": "notifications/initialized"}),
     "a batch": ({}, [call("peer_hello")]),
@@ -157,17 +163,25 @@ def test_bodies_the_forwarder_cannot_judge_and_other_methods_reach_the_door(peer
 
 
 RAW_RESULTS: dict[str, Any] = {
-    "extra": {"content": [{"type": "text", "text": "x"}], "isError": False, "vendorField": {"a": 1},
-              "_meta": {"k": "v"}},
-    "typed": {"content": [{"type": "text", "text": "x"}], "resultType": "complete",
-              "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "upstream", "version": "9"}}},
+    "extra": {
+        "content": [{"type": "text", "text": "x"}],
+        "isError": False,
+        "vendorField": {"a": 1},
+        "_meta": {"k": "v"},
+    },
+    "typed": {
+        "content": [{"type": "text", "text": "x"}],
+        "resultType": "complete",
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "upstream", "version": "9"}},
+    },
     "structured": {"content": [{"type": "text", "text": "{}"}], "structuredContent": {"n": [1, None, "z"]}},
     "region": {"content": [{"type": "text", "text": "routed"}]},
     "invalid": {"content": "not a list"},
     "not_an_object": ["content"],
 }
-REGION_TOOL = tool("region", inputSchema={"type": "object", "properties": {
-    "region": {"type": "string", "x-mcp-header": "Region"}}})
+REGION_TOOL = tool(
+    "region", inputSchema={"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
+)
 
 
 def raw_upstream_app() -> Starlette:
@@ -178,13 +192,17 @@ def raw_upstream_app() -> Starlette:
         if message["method"] == "tools/list":
             result: Any = {"tools": [REGION_TOOL if name == "region" else tool(name) for name in RAW_RESULTS]}
         elif message["params"]["name"] == "rpc_error":
-            return JSONResponse({"jsonrpc": "2.0", "id": message["id"],
-                                 "error": {"code": -32001, "message": "busy", "data": {"retry": 2}}})
+            return JSONResponse(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "error": {"code": -32001, "message": "busy", "data": {"retry": 2}},
+                }
+            )
         elif message["params"]["name"] == "rpc_bad_code":
             return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "error": {"code": True, "message": 5}})
         elif message["params"]["name"] == "rpc_invalid_params":
-            return JSONResponse({"jsonrpc": "2.0", "id": message["id"],
-                                 "error": {"code": -32602, "message": "bad q"}})
+            return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32602, "message": "bad q"}})
         else:
             result = RAW_RESULTS[message["params"]["name"]]
         return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "result": result})
@@ -197,10 +215,15 @@ def test_the_forwarders_answers_are_the_doors_answers(peer: str) -> None:
     names = ["peer_hello", *(f"raw_{name}" for name in raw_names), "gone_hello"]
     versions = [None, "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
     with serve_app(raw_upstream_app()) as raw:
-        servers = {"peer": {"url": peer, "prefix": "peer"}, "raw": {"url": f"{raw}/mcp", "prefix": "raw"},
-                   "gone": {"url": f"http://127.0.0.1:{free_port()}/mcp", "prefix": "gone"}}
-        with door(make_router(servers), list(BUILTINS)) as fast, \
-                door(make_router(servers), list(BUILTINS), forwarder=False) as sdk:
+        servers = {
+            "peer": {"url": peer, "prefix": "peer"},
+            "raw": {"url": f"{raw}/mcp", "prefix": "raw"},
+            "gone": {"url": f"http://127.0.0.1:{free_port()}/mcp", "prefix": "gone"},
+        }
+        with (
+            door(make_router(servers), list(BUILTINS)) as fast,
+            door(make_router(servers), list(BUILTINS), forwarder=False) as sdk,
+        ):
             for url in (fast, sdk):  # both learn the tools' schemas, for the Mcp-Param-* rule
                 httpx.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "tools/list"}, headers=JSON)
             cases: list[tuple[dict[str, str], dict[str, Any]]] = []

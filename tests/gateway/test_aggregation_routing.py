@@ -11,7 +11,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from mcp.shared.exceptions import MCPError
 
+from agentbox_gateway.settings import GatewaySettings
 from agentbox_gateway.upstreams import UpstreamRouter
 from agentbox_gateway.upstreams.client import MAX_LIST_PAGES
 from tests.gateway.test_aggregation_fakes import (
@@ -32,9 +34,16 @@ ROUTER_LOG = "agentbox_gateway.upstreams.router"
 
 
 @contextlib.asynccontextmanager
-async def router(servers: dict[str, Any], *, list_timeout: float = 2.0,
-                 call_timeout: float = 10.0) -> AsyncIterator[UpstreamRouter]:
-    upstreams = make_router(servers, list_timeout=list_timeout, call_timeout=call_timeout)
+async def router(
+    servers: dict[str, Any],
+    *,
+    list_timeout: float = 2.0,
+    call_timeout: float = 10.0,
+    list_cache_ttl: float = GatewaySettings.upstream_list_cache_ttl,
+) -> AsyncIterator[UpstreamRouter]:
+    upstreams = make_router(
+        servers, list_timeout=list_timeout, call_timeout=call_timeout, list_cache_ttl=list_cache_ttl
+    )
     try:
         yield upstreams
     finally:
@@ -149,11 +158,12 @@ async def test_an_upstream_killed_then_restarted_leaves_and_comes_back(caplog: p
         with serve_app(upstream_app("v1", [tool("hello")]), port=port):
             assert await names(upstreams) == ["peer_hello"]
             assert await call_text(upstreams, "peer_hello") == "v1:hello:{}"
-        # Killed: absent from the list, and a call (still in the routing table) is an isError result.
-        assert await names(upstreams) == []
+        # Killed: a call (still in the routing table) is an isError result, and the failure drops
+        # the upstream's cached list: the next listing asks it, and leaves its tools out.
         result = await upstreams.call_tool("peer_hello", {})
         assert result is not None and result.is_error
         assert result.content[0].text == "upstream peer unavailable: connection refused"
+        assert await names(upstreams) == []
         with serve_app(upstream_app("v2", [tool("hello"), tool("bye")]), port=port):
             assert await names(upstreams) == ["peer_hello", "peer_bye"]
             assert await call_text(upstreams, "peer_hello") == "v2:hello:{}"
@@ -194,7 +204,8 @@ async def test_a_hanging_upstream_never_holds_tools_list_beyond_the_bound() -> N
                     assert 0.45 <= time.monotonic() - started < 1.2
                 started = time.monotonic()
                 hung, quick = await asyncio.gather(
-                    upstreams.call_tool("hang_x", {}), upstreams.call_tool("peer_hello", {}))
+                    upstreams.call_tool("hang_x", {}), upstreams.call_tool("peer_hello", {})
+                )
                 assert quick is not None and not quick.is_error
                 assert hung is not None and hung.is_error
                 assert hung.content[0].text == "upstream hang unavailable: no answer within 0.8 s"
@@ -230,7 +241,7 @@ async def test_a_slow_upstream_keeps_its_last_good_list_but_a_refused_one_does_n
             await asyncio.sleep(1)
         await app(scope, receive, send)
 
-    async with router(config, list_timeout=0.4) as upstreams:
+    async with router(config, list_timeout=0.4, list_cache_ttl=0) as upstreams:
         with serve_app(gate, port=port):
             assert await names(upstreams) == ["s_hello"]
             slow.set()
@@ -238,6 +249,22 @@ async def test_a_slow_upstream_keeps_its_last_good_list_but_a_refused_one_does_n
             assert await names(upstreams) == ["s_hello"]
             assert time.monotonic() - started < 1.0
         assert await names(upstreams) == []
+
+
+async def test_tool_lists_are_reused_until_a_call_fails_or_they_age() -> None:
+    tools = [tool("hello")]
+    with serve_app(upstream_app("v", tools)) as peer:
+        async with router({"peer": {"url": f"{peer}/mcp", "prefix": "peer"}}, list_cache_ttl=0.5) as upstreams:
+            assert await names(upstreams) == ["peer_hello"]
+            tools.append(tool("new"))
+            assert await names(upstreams) == ["peer_hello"]  # not asked again
+            with pytest.raises(MCPError):  # the upstream's JSON-RPC error: its list may have changed
+                await upstreams.call_tool("peer_missing", {})
+            assert await names(upstreams) == ["peer_hello", "peer_new"]
+            tools.append(tool("newer"))
+            assert await names(upstreams) == ["peer_hello", "peer_new"]
+            await asyncio.sleep(0.6)
+            assert await names(upstreams) == ["peer_hello", "peer_new", "peer_newer"]
 
 
 async def test_pages_are_drained_in_order() -> None:

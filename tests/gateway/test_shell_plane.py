@@ -221,6 +221,42 @@ async def test_busy_sessions_refuse_or_queue(plane: ShellPlane) -> None:
     assert sorted(r.output.text() for r in both) == ["a\nb\n", "c\n"]
 
 
+async def test_a_busy_session_serves_its_waiters_first_come_first_served(plane: ShellPlane) -> None:
+    session = await plane.create_session()
+    running = await session.start("sleep 0.3")
+    waiters = []
+    for index in range(8):
+        waiters.append(asyncio.create_task(session.start(f"echo {index}", busy_wait=10)))
+        await asyncio.sleep(0.01)  # arrival order is creation order
+
+    async def right_after_the_release() -> None:
+        """Arrives when the running command ends, before the first waiter had its turn: it queues last."""
+        await running.wait()
+        await (await session.start("echo late", busy_wait=10)).wait()
+
+    late = asyncio.create_task(right_after_the_release())
+    for waiter in waiters:
+        await (await waiter).wait()
+    await late
+    assert [record.command for record in session.history][-10:] == [
+        "sleep 0.3",
+        *(f"echo {index}" for index in range(8)),
+        "echo late",
+    ]
+
+
+async def test_a_waiter_that_gives_up_passes_the_turn_on(plane: ShellPlane) -> None:
+    session = await plane.create_session()
+    running = await session.start("sleep 0.4")
+    impatient = asyncio.create_task(session.start("echo impatient", busy_wait=0.1))
+    patient = asyncio.create_task(session.start("echo patient", busy_wait=10))
+    with pytest.raises(SessionBusy):
+        await impatient
+    await running.wait()
+    assert (await (await patient).wait()) is not None and session.last.output.text() == "patient\n"
+    assert not session.busy
+
+
 async def test_signal_stops_the_command_and_reports_it(plane: ShellPlane) -> None:
     session = await plane.create_session()
     record = await session.start("sleep 30; echo after", merged=False)

@@ -39,8 +39,18 @@ BASE_FLAGS = (
     "--hide-scrollbars",
     # Pages restored from the back-forward cache fire no load event, which Playwright waits for.
     "--disable-back-forward-cache",
-    # A headless sandbox has no use for the WebUI omnibox popups Chromium would preload (~40 MiB idle).
-    "--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup",
+    # The switches Playwright launches Chromium with for fast, steady screenshots and rendering
+    # (playwright-core's chromiumSwitches): screenshots on a new surface instead of a full-page
+    # repaint, no paint holding, no throttling of timers, renderers or IPC of a tab in the back.
+    "--enable-features=CDPScreenshotNewSurface",
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+    "--disable-renderer-backgrounding",
+    "--disable-ipc-flooding-protection",
+    "--disable-hang-monitor",
+    # Chromium honours one --disable-features only: PaintHolding for Playwright's reason above; a
+    # headless sandbox has no use for the WebUI omnibox popups Chromium would preload (~40 MiB idle).
+    "--disable-features=PaintHolding,WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup",
 )
 START_TIMEOUT = 30.0
 FIRST_BACKOFF = 0.5
@@ -133,8 +143,7 @@ class ChromiumSupervisor:
         drive the wrong browser); a Chromium that fails to start is retried in the background."""
         if port_in_use(self._settings.cdp_port):
             raise ChromiumError(
-                f"AGENTBOX_CDP_PORT {self._settings.cdp_port} is already in use on 127.0.0.1 "
-                "by another process"
+                f"AGENTBOX_CDP_PORT {self._settings.cdp_port} is already in use on 127.0.0.1 by another process"
             )
         await asyncio.to_thread(remove_stale_profiles)
         try:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common.mcp_progress import RunningCalls
 
@@ -18,11 +19,35 @@ from .mcp_tools import builtin_tools
 from .mcp_tools.registry import ToolRegistry
 from .metrics import gateway_collector
 from .planes import Planes
-from .rest import build_rest_app, mcp_servers, terminal
+from .rest import terminal
 from .security import ApiKeyGuard, HostGuard, OriginGuard
 from .settings import GatewaySettings
 from .tickets import TicketStore
 from .upstreams import UpstreamRouter
+
+
+class LazyApp:
+    """An ASGI app built on its first request: the REST door (FastAPI and some 120 routes, about
+    0.5 s of start-up and a few MiB) is paid for by the first REST call, not by a gateway that only
+    serves MCP."""
+
+    def __init__(self, build: Callable[[], ASGIApp]) -> None:
+        self._build = build
+        self._app: ASGIApp | None = None
+
+    @property
+    def app(self) -> ASGIApp:
+        if self._app is None:
+            self._app = self._build()
+        return self._app
+
+    @property
+    def routes(self) -> list[BaseRoute]:
+        """The built app's routes (for ``Mount`` and route labels; none before the first request)."""
+        return list(getattr(self._app, "routes", [])) if self._app is not None else []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
 
 
 async def health(request: Request) -> JSONResponse:
@@ -35,8 +60,9 @@ def build_app(settings: GatewaySettings) -> Starlette:
     upstreams = UpstreamRouter.from_config(settings)
     running = RunningCalls()  # the door's and the upstream forwarder's calls, for notifications/cancelled
     mcp_server = build_mcp_server(registry, upstreams, running)
-    mcp_routes = build_mcp_routes(mcp_server, settings.host, upstreams=upstreams, builtins=frozenset(registry.names),
-                                  running=running)
+    mcp_routes = build_mcp_routes(
+        mcp_server, settings.host, upstreams=upstreams, builtins=frozenset(registry.names), running=running
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -52,8 +78,14 @@ def build_app(settings: GatewaySettings) -> Starlette:
 
     tickets = TicketStore(ttl=settings.ticket_ttl)
     sessions = TicketStore(ttl=browser_auth.SESSION_TTL)
-    rest_app = build_rest_app(planes, settings)
-    rest_app.include_router(mcp_servers.router(registry, upstreams))
+
+    def rest_door() -> ASGIApp:
+        from .rest import build_rest_app, mcp_servers
+
+        rest_app = build_rest_app(planes, settings)
+        rest_app.include_router(mcp_servers.router(registry, upstreams))
+        return rest_app
+
     routes = [
         Route("/health", health, methods=["GET"]),
         *mcp_routes,
@@ -63,7 +95,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
         *web.routes(registry, settings),
         *terminal.routes(planes.shell),
         *vnc.routes(settings),
-        Mount("", app=rest_app),
+        Mount("", app=LazyApp(rest_door)),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.settings = settings
@@ -73,8 +105,9 @@ def build_app(settings: GatewaySettings) -> Starlette:
     app.add_middleware(ApiKeyGuard, api_key=settings.api_key, tickets=tickets, sessions=sessions)
     app.add_middleware(OriginGuard, allowed_origins=settings.allowed_origins)
     # Outside the other guards: a rebound page is refused before anything else answers it.
-    app.add_middleware(HostGuard, allowed_hosts=settings.allowed_hosts,
-                       active=not settings.api_key or bool(settings.allowed_hosts))
+    app.add_middleware(
+        HostGuard, allowed_hosts=settings.allowed_hosts, active=not settings.api_key or bool(settings.allowed_hosts)
+    )
     metrics = settings.observability.install(app, "agentbox-gateway")
     if metrics is not None:
         metrics.add_collector(gateway_collector(planes, upstreams))

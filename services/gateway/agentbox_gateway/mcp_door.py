@@ -20,10 +20,11 @@ from agentbox_common.observability import ToolOutcome, note_tool_call
 
 from . import __version__, mcp_streaming
 from .mcp_edge import MCP_PATH, McpEdge
+from .mcp_fast_path import BuiltinCalls, FastCalls, ToolCallFastPath
 from .mcp_streaming import current_output_sink, output_sink
 from .mcp_tools.registry import ToolRegistry, current_request
 from .settings import MAX_MCP_BODY_BYTES
-from .upstreams import UpstreamCallForwarder, UpstreamRouter
+from .upstreams import UpstreamCalls, UpstreamRouter
 
 #: The tool label of calls to names nobody publishes (kept out of the metrics' label values).
 UNKNOWN_TOOL = "<unknown>"
@@ -57,11 +58,15 @@ def build_mcp_server(
             if scope.cancelled_caught:
                 result = cancelled_result()
         except MCPError:
-            note_tool_call(params.name if known(params.name) else UNKNOWN_TOOL, ToolOutcome.JSONRPC_ERROR,
-                           time.perf_counter() - started)
+            note_tool_call(
+                params.name if known(params.name) else UNKNOWN_TOOL,
+                ToolOutcome.JSONRPC_ERROR,
+                time.perf_counter() - started,
+            )
             raise
-        note_tool_call(params.name, ToolOutcome.IS_ERROR if result.is_error else ToolOutcome.OK,
-                       time.perf_counter() - started)
+        note_tool_call(
+            params.name, ToolOutcome.IS_ERROR if result.is_error else ToolOutcome.OK, time.perf_counter() - started
+        )
         return result
 
     def known(name: str) -> bool:
@@ -109,16 +114,18 @@ def build_mcp_routes(
     upstreams: UpstreamRouter | None = None,
     builtins: frozenset[str] = frozenset(),
     running: RunningCalls | None = None,
+    fast_path: bool = True,
 ) -> list[Route]:
     """``/mcp``: the SDK's streamable-HTTP endpoint (stateless, JSON answers, 8 MiB body limit),
-    behind the upstream-call forwarder when upstreams are registered. Call inside
+    behind the fast path for built-in and upstream tool calls (``mcp_fast_path``). Call inside
     ``server.session_manager.run()``'s lifespan.
 
     The SDK's own Host/Origin checks stay off: it would switch them on by itself for a loopback
     ``host`` with a loopback-only allowlist, while the gateway's guards (``security``) apply one
     rule to MCP, REST and CDP alike (``AIO_ALLOWED_HOSTS``, ``AIO_ALLOWED_ORIGINS``). The route is
     wrapped in :class:`McpEdge` (missing ``Accept``, JSON-RPC error bodies). Calls with a progress
-    token are answered over SSE (``mcp_streaming``)."""
+    token are answered over SSE (``mcp_streaming``). ``fast_path=False`` sends every request the SDK's
+    way (to compare the two)."""
     transport_security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     sse_endpoint, sse_manager = mcp_streaming.sse_endpoint(
         server, max_request_body_size=MAX_MCP_BODY_BYTES, security_settings=transport_security
@@ -131,12 +138,16 @@ def build_mcp_routes(
         transport_security=transport_security,
         host=host,
     )
-    mcp_streaming.chain_lifespan(server, sse_manager)
+    lifespan_state = mcp_streaming.chain_lifespan(server, sse_manager)
     (route,) = sdk_app.routes
     assert isinstance(route, Route)
     endpoint = route.endpoint
-    if upstreams:
-        endpoint = UpstreamCallForwarder(endpoint, upstreams, builtins=builtins, server_info=server.server_info_stamp,
-                                         running=running)
+    if fast_path:
+        handlers: list[FastCalls] = [BuiltinCalls(server, builtins, lifespan_state)]
+        if upstreams:
+            handlers.append(
+                UpstreamCalls(upstreams, builtins=builtins, server_info=server.server_info_stamp, running=running)
+            )
+        endpoint = ToolCallFastPath(endpoint, handlers)
     splitter = mcp_streaming.ProgressSplitter(endpoint, sse_endpoint, max_body=MAX_MCP_BODY_BYTES)
     return [Route(MCP_PATH, endpoint=McpEdge(splitter, MAX_MCP_BODY_BYTES))]

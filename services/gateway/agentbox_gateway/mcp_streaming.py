@@ -117,10 +117,11 @@ def sse_endpoint(server: Server, **transport: Any) -> tuple[ASGIApp, StreamableH
     return StreamableHTTPASGIApp(manager), manager
 
 
-def chain_lifespan(server: Server, manager: StreamableHTTPSessionManager) -> None:
+def chain_lifespan(server: Server, manager: StreamableHTTPSessionManager) -> Callable[[], Any]:
     """Run ``manager`` inside the server's lifespan, so the host app's one
     ``server.session_manager.run()`` starts both endpoints (the SDK enters the server lifespan
-    once per manager: the inner entry, from ``manager`` itself, only passes the state through)."""
+    once per manager: the inner entry, from ``manager`` itself, only passes the state through).
+    Returns what reads the lifespan's state (for requests served outside both managers)."""
     inner: Callable[[Server], AbstractAsyncContextManager[Any]] = server.lifespan
     state: list[Any] = []
 
@@ -138,3 +139,4 @@ def chain_lifespan(server: Server, manager: StreamableHTTPSessionManager) -> Non
                 state.clear()
 
     server.lifespan = lifespan
+    return lambda: state[0] if state else None

@@ -12,7 +12,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-import aiohttp
 import anyio
 from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Route, WebSocketRoute
@@ -93,6 +92,8 @@ class PreviewDoor:
             await send({"type": "websocket.close", "code": 1011, "reason": str(error)[:120]})
 
     async def _http(self, scope: Scope, receive: Receive, send: Send, target: Target, caller: Caller) -> None:
+        import aiohttp  # here: a gateway nobody previews through never loads it
+
         headers = Headers(scope=scope)
         has_body = headers.get("content-length", "0") != "0" or "transfer-encoding" in headers
         body_read = not has_body
@@ -135,6 +136,8 @@ class PreviewDoor:
             answer.release()
 
     async def _socket(self, scope: Scope, receive: Receive, send: Send, target: Target, caller: Caller) -> None:
+        import aiohttp
+
         if (await receive())["type"] != "websocket.connect":
             return
         forwarded = request_headers(scope["headers"], caller, target, self.plane.key, websocket=True)

@@ -40,6 +40,9 @@ class GatewaySettings:
     upstream_list_timeout: float = 2.0
     #: ``AIO_MCP_CALL_TIMEOUT``: the most a forwarded ``tools/call`` may take (seconds).
     upstream_call_timeout: float = 300.0
+    #: ``AIO_MCP_LIST_CACHE_TTL``: how long an upstream's tool list is reused before it is asked
+    #: again (seconds; 0: asked on every ``tools/list``); a failed call to it asks again at once.
+    upstream_list_cache_ttl: float = 5.0
     #: ``AIO_SKILLS_PATH``: folders holding a SKILL.md each.
     skills_path: Path = field(default_factory=lambda: Path.home() / "skills")
     #: ``AIO_CDP_URL``: Chromium's DevTools HTTP endpoint (loopback).
@@ -84,6 +87,7 @@ class GatewaySettings:
             "mcp_servers": env_json_object("EXTRA_MCP_SERVERS", source),
             "upstream_list_timeout": env_float("AIO_MCP_LIST_TIMEOUT", 2.0, source, minimum=0.05),
             "upstream_call_timeout": env_float("AIO_MCP_CALL_TIMEOUT", 300.0, source, minimum=0.05),
+            "upstream_list_cache_ttl": env_float("AIO_MCP_LIST_CACHE_TTL", 5.0, source),
             "skills_path": Path(env_str("AIO_SKILLS_PATH", str(Path.home() / "skills"), source)),
             "cdp_url": env_str("AIO_CDP_URL", "http://127.0.0.1:9222", source).rstrip("/"),
             "shutdown_hooks": env_str("SANDBOX_SHUTDOWN_HOOKS", "", source),

@@ -9,7 +9,6 @@ import html
 from functools import cache
 from pathlib import Path
 
-from fastapi.openapi.docs import get_swagger_ui_html
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -101,6 +100,8 @@ def routes(registry: ToolRegistry, settings: GatewaySettings) -> list[BaseRoute]
         return PlainTextResponse(text)
 
     async def docs(request: Request) -> Response:
+        from fastapi.openapi.docs import get_swagger_ui_html  # here: FastAPI loads with the REST door
+
         # Relative URLs: /v1/docs resolves them under /v1/, also behind a reverse-proxy prefix.
         return get_swagger_ui_html(
             openapi_url="openapi.json",

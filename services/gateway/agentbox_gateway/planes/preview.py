@@ -13,13 +13,15 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-import aiohttp
 from yarl import URL
 
 from ..settings import GatewaySettings
+
+if TYPE_CHECKING:  # imported where used: a gateway nobody previews through never loads aiohttp
+    import aiohttp
 
 T = TypeVar("T")
 
@@ -252,6 +254,8 @@ class PreviewPlane:
         self._answered_on: dict[int, str] = {}
 
     def _client(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
@@ -284,6 +288,8 @@ class PreviewPlane:
     async def _reach(self, target: Target, websocket: bool, attempt: Callable[[URL], Awaitable[T]], waiting: str) -> T:
         """``attempt`` on the app's loopback addresses in turn until one takes the connection,
         bounded by ``AIO_PROXY_TIMEOUT``; failures as :class:`PreviewError`."""
+        import aiohttp
+
         last: Exception | None = None
         for host, url in self._urls(target, websocket):
             try:
@@ -333,6 +339,7 @@ class PreviewPlane:
         self, target: Target, headers: list[tuple[str, str]], protocols: list[str]
     ) -> aiohttp.ClientWebSocketResponse:
         """Open the app's WebSocket, offering the caller's subprotocols (``.protocol`` is the chosen one)."""
+        import aiohttp
 
         def upgrade(url: URL) -> Awaitable[aiohttp.ClientWebSocketResponse]:
             return self._client().ws_connect(

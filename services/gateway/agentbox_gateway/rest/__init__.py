@@ -1,17 +1,24 @@
 """The REST door (``/v1/*``, AIO Sandbox compatible): one FastAPI router per plane, all calling the
-same plane code as the MCP tools."""
+same plane code as the MCP tools. FastAPI and the routers are imported when the door is built (on
+its first request, ``app.LazyApp``), so a gateway that only serves MCP never loads them."""
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from typing import TYPE_CHECKING
 
-from ..planes import Planes
-from ..settings import GatewaySettings
-from . import browser, browser_page, code, file_watch, files, hooks, proxy, sandbox, shell, skills, util
-from .envelope import error_responses, install_error_handlers
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from ..planes import Planes
+    from ..settings import GatewaySettings
 
 
 def build_rest_app(planes: Planes, settings: GatewaySettings) -> FastAPI:
+    from fastapi import FastAPI
+
+    from . import browser, browser_page, code, file_watch, files, hooks, proxy, sandbox, shell, skills, util
+    from .envelope import error_responses, install_error_handlers
+
     app = FastAPI(
         title="agentbox sandbox API",
         openapi_url="/v1/openapi.json",

@@ -1,6 +1,6 @@
 """Aggregation of other MCP servers (``EXTRA_MCP_SERVERS`` / ``--mcp-servers``)."""
 
-from .forwarding import UpstreamCallForwarder
+from .forwarding import UpstreamCalls
 from .router import UpstreamRouter
 
-__all__ = ["UpstreamCallForwarder", "UpstreamRouter"]
+__all__ = ["UpstreamCalls", "UpstreamRouter"]

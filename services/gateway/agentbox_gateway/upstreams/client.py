@@ -19,14 +19,16 @@ import itertools
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 from mcp.types import INTERNAL_ERROR
 
 from agentbox_common.observability import REQUEST_ID_HEADER, current_request_id
 
 from .config import UpstreamConfig
+
+if TYPE_CHECKING:  # imported where used: a gateway without upstreams never loads aiohttp
+    import aiohttp
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +65,16 @@ class UpstreamRpcError(Exception):
         message and the upstream's ``data`` when it sent one."""
         code = self.error.get("code")
         data = self.error.get("data")
-        return {"code": code if isinstance(code, int) and not isinstance(code, bool) else INTERNAL_ERROR,
-                "message": str(self.error.get("message", "")), **({"data": data} if data is not None else {})}
+        return {
+            "code": code if isinstance(code, int) and not isinstance(code, bool) else INTERNAL_ERROR,
+            "message": str(self.error.get("message", "")),
+            **({"data": data} if data is not None else {}),
+        }
 
 
 def _describe(exc: aiohttp.ClientError) -> str:
+    import aiohttp
+
     text = str(exc) or type(exc).__name__
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return "connect timed out"
@@ -197,6 +204,8 @@ class UpstreamClient:
 
     def _http(self) -> aiohttp.ClientSession:
         """The keep-alive session, made on first use (it belongs to the running event loop)."""
+        import aiohttp
+
         if self._session is None:
             reuse = aiohttp.TraceConfig()
             reuse.on_connection_reuseconn.append(_note_reuse)
@@ -205,8 +214,9 @@ class UpstreamClient:
                 # Only the entry's headers and the two MCP needs: no User-Agent, no compression.
                 skip_auto_headers=("User-Agent", "Accept-Encoding"),
                 connector=aiohttp.TCPConnector(limit=0),
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=min(CONNECT_TIMEOUT, self.call_timeout),
-                                              sock_read=self.call_timeout),
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=min(CONNECT_TIMEOUT, self.call_timeout), sock_read=self.call_timeout
+                ),
                 # No proxy from the environment: loopback traffic never leaves through anything else.
                 trust_env=False,
                 trace_configs=[reuse],
@@ -220,11 +230,14 @@ class UpstreamClient:
         is used. A request that fails that way on a reused connection, before any answer, goes out
         again on the next connection, as browsers do: the upstream closed the connection without
         reading the request, so it did not run it. A failure on a new connection is final."""
+        import aiohttp
+
         for _ in range(MAX_STALE_CONNECTIONS):
             connection = {"reused": False}
             try:
-                return await self._http().post(self.config.url, data=body, headers=_request_id_header(),
-                                               trace_request_ctx=connection)
+                return await self._http().post(
+                    self.config.url, data=body, headers=_request_id_header(), trace_request_ctx=connection
+                )
             except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
                 if not connection["reused"] or isinstance(exc, aiohttp.ClientConnectorError):
                     raise
@@ -238,6 +251,8 @@ class UpstreamClient:
         ``on_progress``: ask for progress (the request id is the token) and relay what comes. A
         request cancelled here closes its answer stream and tells the upstream
         (``notifications/cancelled``), so the upstream stops the work in either protocol era."""
+        import aiohttp
+
         request_id = next(self._ids)
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if on_progress is not None:
@@ -284,16 +299,20 @@ class UpstreamClient:
                     seen.add(cursor)
         except TimeoutError:
             raise UpstreamTimeout(f"no tools/list answer within {self.list_timeout:g} s") from None
-        logger.warning("upstream %s: tools/list has more than %d pages; the rest is ignored",
-                       self.name, MAX_LIST_PAGES)
+        logger.warning("upstream %s: tools/list has more than %d pages; the rest is ignored", self.name, MAX_LIST_PAGES)
         return tools
 
     def _spawn_cancel(self, request_id: int) -> None:
         """Post ``notifications/cancelled`` for ``request_id`` in the background (best effort)."""
-        body = {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                "params": {"requestId": request_id, "reason": "the client cancelled the call"}}
+        body = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "the client cancelled the call"},
+        }
 
         async def send() -> None:
+            import aiohttp
+
             try:
                 async with asyncio.timeout(CONNECT_TIMEOUT), await self._post(json.dumps(body).encode()):
                     pass

@@ -3,7 +3,11 @@ tools under the seed's naming rules and routes each call back through a table fr
 (upstream, original name), never by re-parsing a name that two upstreams might both claim.
 
 A dead, slow or broken upstream only ever costs its own tools: it is left out of ``tools/list`` after
-at most the list timeout, and a call to it is an ``isError`` result naming it and the failure."""
+at most the list timeout, and a call to it is an ``isError`` result naming it and the failure.
+
+An upstream's list is reused for ``list_cache_ttl`` seconds, so ``tools/list`` costs the same however
+many upstreams are registered; a call to it that fails (unreachable, a JSON-RPC error, an invalid
+result) drops its cached list, and the next ``tools/list`` asks it again."""
 
 from __future__ import annotations
 
@@ -64,12 +68,17 @@ def _first_error(exc: ValidationError) -> str:
 class UpstreamRouter:
     """The aggregated upstreams, in registration order."""
 
-    def __init__(self, configs: list[UpstreamConfig], *, list_timeout: float, call_timeout: float) -> None:
+    def __init__(
+        self, configs: list[UpstreamConfig], *, list_timeout: float, call_timeout: float, list_cache_ttl: float = 0.0
+    ) -> None:
         self._clients = [
             UpstreamClient(config, list_timeout=list_timeout, call_timeout=call_timeout) for config in configs
         ]
         self._routes: dict[str, Route] = {}
         self._last_good: dict[str, tuple[float, list[dict[str, Any]]]] = {}
+        self.list_cache_ttl = list_cache_ttl
+        #: Upstreams whose last good list is fresh enough to publish without asking them.
+        self._fresh: set[str] = set()
         #: "" while an upstream answers, else the reason it does not; logged when it changes.
         self._state: dict[str, str] = {}
         self._noted: set[tuple[str, str]] = set()
@@ -89,6 +98,7 @@ class UpstreamRouter:
             parse_upstreams(settings.mcp_servers),
             list_timeout=settings.upstream_list_timeout,
             call_timeout=settings.upstream_call_timeout,
+            list_cache_ttl=settings.upstream_list_cache_ttl,
         )
 
     def _note_once(self, upstream: str, message: str) -> None:
@@ -106,6 +116,10 @@ class UpstreamRouter:
 
     async def _fetch(self, client: UpstreamClient) -> list[dict[str, Any]]:
         """One upstream's raw tools, or none; never raises, never outlasts the list timeout."""
+        cached = self._last_good.get(client.name)
+        if client.name in self._fresh and cached is not None and time.monotonic() - cached[0] < self.list_cache_ttl:
+            return cached[1]
+        self._fresh.discard(client.name)
         try:
             tools = await client.list_tools()
         except UpstreamTimeout as exc:
@@ -124,6 +138,7 @@ class UpstreamRouter:
             self._set_state(client, f"{type(exc).__name__}: {exc}")
         else:
             self._last_good[client.name] = (time.monotonic(), tools)
+            self._fresh.add(client.name)
             self._set_state(client, "", len(tools))
             return tools
         self._last_good.pop(client.name, None)
@@ -136,12 +151,17 @@ class UpstreamRouter:
             return None
         published = client.config.publish(name)
         if published is None:
-            self._note_once(client.name, f"tool {name!r} dropped: the entry has no prefix and the name does "
-                                         f"not start with {client.config.name_prefix!r}")
+            self._note_once(
+                client.name,
+                f"tool {name!r} dropped: the entry has no prefix and the name does "
+                f"not start with {client.config.name_prefix!r}",
+            )
             return None
         if published in taken:
-            self._note_once(client.name, f"tool {published!r} dropped: a built-in tool or an earlier "
-                                         "upstream already publishes that name")
+            self._note_once(
+                client.name,
+                f"tool {published!r} dropped: a built-in tool or an earlier upstream already publishes that name",
+            )
             return None
         try:
             return types.Tool.model_validate({**raw, "name": published})
@@ -199,11 +219,16 @@ class UpstreamRouter:
             raw = await client.call_tool(original, arguments, on_progress)
         except UpstreamUnavailable as exc:
             logger.warning("upstream %s: tools/call %s failed: %s", client.name, original, exc)
+            self._fresh.discard(client.name)
             self._set_state(client, str(exc))
             return _failure(f"upstream {client.name} unavailable: {exc}")
+        except UpstreamRpcError:
+            self._fresh.discard(client.name)  # perhaps its tools changed
+            raise
         try:
             types.CallToolResult.model_validate(raw)
         except ValidationError as exc:
+            self._fresh.discard(client.name)
             reason = f"upstream {client.name} sent an invalid tools/call result ({_first_error(exc)})"
             logger.warning("%s", reason)
             return _failure(reason)

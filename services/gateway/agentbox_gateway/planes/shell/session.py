@@ -89,9 +89,9 @@ class ShellSession:
         self._sids: set[int] = set()
         #: Process groups of the background jobs the shell reported after its last command.
         self.jobs: set[int] = set()
-        self._claimed = False
-        self._idle = asyncio.Event()
-        self._idle.set()
+        #: Held by the running command; waiters take it first come first served, one woken per release.
+        self._turn = asyncio.Lock()
+        self._waiting = 0
         self._pending: deque[tuple[int, str]] = deque()
         self._pending_len = 0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -102,7 +102,8 @@ class ShellSession:
 
     @property
     def busy(self) -> bool:
-        return self._claimed
+        """A command runs or is waiting for its turn."""
+        return self._turn.locked() or self._waiting > 0
 
     @property
     def starting(self) -> bool:
@@ -281,27 +282,29 @@ class ShellSession:
         record.finished.set()
         record.notify()
         self._touch()
-        self._claimed = False
-        self._idle.set()
+        self._turn.release()
 
     # -- commands ----------------------------------------------------------------------------
 
     async def _claim(self, wait: float) -> None:
-        deadline = time.monotonic() + wait
-        while self._claimed:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                running = self.current
-                what = f" running {running.command!r}" if running else ""
-                raise SessionBusy(
-                    f"session {self.session_id!r} is busy{what}; wait for it, kill it, or use another session"
-                )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._idle.wait(), remaining)
+        """Take the session's turn within ``wait`` seconds (0: only if nobody holds or awaits it).
+        ``asyncio.Lock`` wakes one waiter per release, in arrival order, so waiters are served first
+        come first served and a release costs the same however many wait."""
+        self._waiting += 1
+        try:
+            async with asyncio.timeout(max(wait, 0)):
+                await self._turn.acquire()
+        except TimeoutError:
+            running = self.current
+            what = f" running {running.command!r}" if running else ""
+            raise SessionBusy(
+                f"session {self.session_id!r} is busy{what}; wait for it, kill it, or use another session"
+            ) from None
+        finally:
+            self._waiting -= 1
         if self.closed:
+            self._turn.release()  # the next waiter learns it too
             raise SessionNotFound(f"session {self.session_id!r} was closed")
-        self._claimed = True
-        self._idle.clear()
 
     async def start(
         self,
@@ -355,8 +358,7 @@ class ShellSession:
             if self.current is not None:
                 self._finish(self.current, None, None)
             else:
-                self._claimed = False
-                self._idle.set()
+                self._turn.release()
             raise
         self._touch()
         if hard_timeout is not None:
@@ -483,5 +485,3 @@ class ShellSession:
         if record is not None and not record.done:  # never leave a waiter hanging
             record.stop_reason = record.stop_reason or "terminated"
             self._finish(record, None, None)
-        self._claimed = False
-        self._idle.set()
