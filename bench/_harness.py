@@ -80,9 +80,7 @@ def timed(call: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def interleaved(
-    calls: Mapping[str, Callable[[], object]], rounds: int, warmup: int
-) -> dict[str, list[float]]:
+def interleaved(calls: Mapping[str, Callable[[], object]], rounds: int, warmup: int) -> dict[str, list[float]]:
     """Time every call ``rounds`` times, one of each per round so all see the same machine noise,
     after ``warmup`` untimed rounds."""
     for _ in range(warmup):

@@ -33,8 +33,12 @@ HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
 def mcp_call(client: httpx.Client, url: str, language: str, code: str, expected: str) -> Callable[[], None]:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "sandbox_execute_code", "arguments": {"language": language, "code": code}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "sandbox_execute_code", "arguments": {"language": language, "code": code}},
+    }
 
     def call() -> None:
         result = client.post(f"{url}/mcp", json=body, headers=HEADERS).json()["result"]
@@ -78,14 +82,15 @@ def main() -> None:
         rows["REST /v1/code/execute print(1) (warm)"] = warm["rest"]
         node = shutil.which("node")
         if "javascript" in info and node:
-            js_calls = {"mcp": mcp_call(client, url, "javascript", "console.log(1)", "1\n"),
-                        "cold": spawn_call([node, "-e", "console.log(1)"], "1\n")}
+            js_calls = {
+                "mcp": mcp_call(client, url, "javascript", "console.log(1)", "1\n"),
+                "cold": spawn_call([node, "-e", "console.log(1)"], "1\n"),
+            }
             js = interleaved(js_calls, args.spawns, warmup=5)
             rows["MCP sandbox_execute_code console.log(1), javascript"] = js["mcp"]
             rows["node -e 'console.log(1)' (cold spawn)"] = js["cold"]
 
-    print(f"code plane benchmark, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, "
-          f"Python {sys.version.split()[0]}")
+    print(f"code plane benchmark, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print_latencies(rows, "case", max(map(len, rows)), counts=True)
     ratio = statistics.median(warm["mcp"]) / statistics.median(cold["cold"])
     verdict = "met" if ratio <= 0.25 else "MISSED"

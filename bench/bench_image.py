@@ -58,8 +58,12 @@ def wait_health(client: httpx.Client, base: str, started: float) -> float:
 
 
 def wait_navigate(client: httpx.Client, base: str, started: float) -> float:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "browser_navigate", "arguments": {"url": "data:text/html,<h1>ready</h1>"}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "browser_navigate", "arguments": {"url": "data:text/html,<h1>ready</h1>"}},
+    }
     while time.monotonic() - started < TIMEOUT:
         try:
             answer = client.post(f"{base}/mcp", json=body, timeout=30).json()
@@ -80,13 +84,14 @@ def container_memory_mib(container: Any) -> float:
 
 def cold_start(docker_client: docker.DockerClient, image: str, settle: float | None) -> dict[str, float]:
     started = time.monotonic()
-    container = docker_client.containers.run(image, detach=True, shm_size="1g",
-                                             ports={"8091/tcp": ("127.0.0.1", None)})
+    container = docker_client.containers.run(image, detach=True, shm_size="1g", ports={"8091/tcp": ("127.0.0.1", None)})
     try:
         base = f"http://127.0.0.1:{host_port(container, 8091)}"
         with httpx.Client() as client:
-            figures = {"api_ready_s": wait_health(client, base, started),
-                       "browser_ready_s": wait_navigate(client, base, started)}
+            figures = {
+                "api_ready_s": wait_health(client, base, started),
+                "browser_ready_s": wait_navigate(client, base, started),
+            }
         if settle is not None:
             time.sleep(settle)
             figures["idle_memory_mib"] = container_memory_mib(container)

@@ -139,10 +139,7 @@ def bench_gateway(mcp_base: str, workspace: Path, calls: int, tmp: Path) -> None
         with httpx.Client() as client:
 
             def via_mcp_mode() -> None:
-                assert (
-                    tool_call(client, f"{mcp_base}/mcp", "read_file", {"path": "data.txt"})["isError"]
-                    is False
-                )
+                assert tool_call(client, f"{mcp_base}/mcp", "read_file", {"path": "data.txt"})["isError"] is False
 
             def via_gateway() -> None:
                 result = tool_call(

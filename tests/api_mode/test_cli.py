@@ -49,8 +49,6 @@ def test_console_script_serves_api_and_mcp(tmp_path: Path, stand_in: StandIn) ->
 
 def test_console_script_refuses_to_start_without_models(tmp_path: Path) -> None:
     env = {**_base_env(), "AICODEBOX_API_MODE": "1", "AICODEBOX_WORKSPACE": str(tmp_path / "ws")}
-    done = subprocess.run(
-        [console_script("agentbox-api")], env=env, capture_output=True, text=True, timeout=60
-    )
+    done = subprocess.run([console_script("agentbox-api")], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "refusing to start" in done.stderr and "AICODEBOX_AVAILABLE_MODELS" in done.stderr

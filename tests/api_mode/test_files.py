@@ -69,17 +69,13 @@ def test_directories_are_refused(api: str, workspace: Path) -> None:
 
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
-@pytest.mark.parametrize(
-    "path", ["%2e%2e/outside/secret.txt", "..%2Foutside%2Fsecret.txt", "link/secret.txt"]
-)
+@pytest.mark.parametrize("path", ["%2e%2e/outside/secret.txt", "..%2Foutside%2Fsecret.txt", "link/secret.txt"])
 def test_escapes_are_refused_and_touch_nothing(api: str, workspace: Path, method: str, path: str) -> None:
     outside = workspace.parent / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("secret")
     (workspace / "link").symlink_to(outside)
-    response = httpx.request(
-        method, f"{api}/files/{path}", content=b"overwritten" if method == "PUT" else None
-    )
+    response = httpx.request(method, f"{api}/files/{path}", content=b"overwritten" if method == "PUT" else None)
     assert response.status_code == 400, response.text
     assert response.json()["detail"].startswith("path escapes workspace root")
     assert (outside / "secret.txt").read_text() == "secret"

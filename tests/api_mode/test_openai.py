@@ -124,9 +124,7 @@ def test_streaming_failure_is_reported_in_the_stream(client: openai.OpenAI) -> N
     chunks = list(client.chat.completions.create(model="opus", messages=user("EXIT 2"), stream=True))
     last = chunks[-1].choices[0]
     assert last.finish_reason == "error"
-    assert last.delta.content.startswith(
-        "[error: agent exited with code 2: stand-in agent failed on purpose"
-    )
+    assert last.delta.content.startswith("[error: agent exited with code 2: stand-in agent failed on purpose")
 
 
 def test_response_format_json_schema(client: openai.OpenAI, stand_in: StandIn) -> None:
@@ -166,9 +164,7 @@ def test_response_format_failures(make_api_settings) -> None:
             )
         assert invalid.value.body["message"].startswith("json_schema validation failed after 1 retries: ")
         with pytest.raises(openai.InternalServerError) as crashed:
-            client.chat.completions.create(
-                model="opus", messages=user("EXIT 3"), response_format=JSON_SCHEMA_FORMAT
-            )
+            client.chat.completions.create(model="opus", messages=user("EXIT 3"), response_format=JSON_SCHEMA_FORMAT)
         assert crashed.value.body["message"].startswith("agent exited with code 3: ")
         with pytest.raises(openai.BadRequestError) as bad_format:
             client.chat.completions.create(
@@ -203,9 +199,7 @@ def test_aicodebox_headers(client: openai.OpenAI, stand_in: StandIn, workspace: 
         "--continue",
         "--json-schema", json.dumps(SCHEMA, separators=(",", ":")),
     ]  # fmt: skip
-    assert (
-        first["cwd"] == str(workspace / "proj") and (workspace / "proj").is_dir()
-    )  # a caller's workspace stays
+    assert first["cwd"] == str(workspace / "proj") and (workspace / "proj").is_dir()  # a caller's workspace stays
     assert second["argv"][-2:] == ["--resume", "s-1"]
 
 
@@ -220,9 +214,7 @@ def test_aicodebox_headers(client: openai.OpenAI, stand_in: StandIn, workspace: 
         ("x-aicodebox-workspace", "../elsewhere"),
     ],
 )
-def test_malformed_headers_are_400(
-    client: openai.OpenAI, stand_in: StandIn, header: str, value: str
-) -> None:
+def test_malformed_headers_are_400(client: openai.OpenAI, stand_in: StandIn, header: str, value: str) -> None:
     with pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(model="opus", messages=user("x"), extra_headers={header: value})
     assert header in refused.value.body["message"]
@@ -261,10 +253,7 @@ def test_disconnects_kill_the_agent(api: str, client: openai.OpenAI, stand_in: S
     with httpx.stream("POST", url, json=body, timeout=10) as response:
         lines = response.iter_lines()  # kept: dropping the iterator would close the connection
         first = next(lines)
-        assert (
-            first.startswith("data: ")
-            and json.loads(first[6:])["choices"][0]["delta"]["role"] == "assistant"
-        )
+        assert first.startswith("data: ") and json.loads(first[6:])["choices"][0]["delta"]["role"] == "assistant"
         stand_in.wait_for_calls(2)
     calls = stand_in.calls()
     wait_gone([pid for call in calls for pid in (call["pid"], call["child"])])

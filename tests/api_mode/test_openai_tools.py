@@ -38,9 +38,7 @@ def client(api: str) -> Iterator[openai.OpenAI]:
 
 
 def test_auto_tool_call_and_result_round_trip(client: openai.OpenAI, stand_in: StandIn) -> None:
-    asked = [
-        {"role": "user", "content": f"Weather in Paris?\nANSWER {call('get_weather', {'city': 'Paris'})}"}
-    ]
+    asked = [{"role": "user", "content": f"Weather in Paris?\nANSWER {call('get_weather', {'city': 'Paris'})}"}]
     reply = client.chat.completions.create(model="opus", messages=asked, tools=[WEATHER, TIME])
     (choice,) = reply.choices
     assert choice.finish_reason == "tool_calls" and choice.message.content is None

@@ -106,9 +106,7 @@ def test_refused_requests_start_nothing(
 
 def test_json_schema_is_validated_and_retried(make_api_settings, stand_in: StandIn) -> None:
     with serve_api(make_api_settings(AICODEBOX_JSON_RETRIES="1")) as api:
-        good = run(
-            api, prompt='ANSWER sure: {"answer": "x"}\nRETRY_ANSWER {"answer": 42}', jsonSchema=SCHEMA
-        )
+        good = run(api, prompt='ANSWER sure: {"answer": "x"}\nRETRY_ANSWER {"answer": 42}', jsonSchema=SCHEMA)
         body = good.json()
         assert body["json"] == {"answer": 42} and body["exitCode"] == 0
         assert [a["parseError"] is None for a in body["attempts"]] == [False, True]
@@ -141,9 +139,7 @@ def test_async_run_is_polled_once(api: str, workspace: Path) -> None:
     }
     status = httpx.get(f"{api}/status").json()
     assert status["busyWorkspaces"] == [str(workspace / "w")]
-    assert status["runs"] == [
-        {"runId": body["runId"], "workspace": str(workspace / "w"), "status": "running"}
-    ]
+    assert status["runs"] == [{"runId": body["runId"], "workspace": str(workspace / "w"), "status": "running"}]
     result = poll(api, body["runId"])
     assert (result["status"], result["exitCode"], result["text"]) == ("completed", 0, "later")
     gone = httpx.get(f"{api}/run/result", params={"runId": body["runId"]})

@@ -49,9 +49,7 @@ def test_api_token(make_api_settings, workspace) -> None:
                 refused = httpx.request(method, api + path, headers=headers, content=b"{}")
                 assert refused.status_code == 401, (method, path, headers)
                 assert refused.json() == {"detail": detail}
-            assert (workspace / "x.txt").exists() == (
-                (method, path) == ("DELETE", "/files/x.txt")
-            )  # unchanged
+            assert (workspace / "x.txt").exists() == ((method, path) == ("DELETE", "/files/x.txt"))  # unchanged
             allowed = httpx.request(method, api + path, headers=bearer("api-secret"), content=b"{}")
             assert allowed.status_code != 401, (method, path)
         assert httpx.get(f"{api}/status", headers={"authorization": "bearer api-secret"}).status_code == 200

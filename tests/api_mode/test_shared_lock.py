@@ -70,9 +70,7 @@ async def test_run_holds_the_workspace(base: str, stand_in: StandIn, workspace: 
     async with httpx.AsyncClient(timeout=30) as http:
         started = await http.post(f"{base}/run", json={"prompt": HOLD, "workspace": "w", "async": True})
         (call,) = await anyio.to_thread.run_sync(stand_in.wait_for_calls, 1)
-        await check_refusals(
-            base, stand_in, workspace / "w", refused_by_openai, refused_by_mcp, refused_by_run
-        )
+        await check_refusals(base, stand_in, workspace / "w", refused_by_openai, refused_by_mcp, refused_by_run)
         await http.delete(f"{base}/run/{started.json()['runId']}")
     await anyio.to_thread.run_sync(wait_gone, [call["pid"], call["child"]])
 
@@ -80,9 +78,7 @@ async def test_run_holds_the_workspace(base: str, stand_in: StandIn, workspace: 
 async def test_openai_holds_the_workspace(base: str, stand_in: StandIn, workspace: Path) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         url = f"{base}/openai/v1/chat/completions"
-        async with http.stream(
-            "POST", url, json=chat_body(HOLD, stream=True), headers=WORKSPACE_HEADER
-        ) as response:
+        async with http.stream("POST", url, json=chat_body(HOLD, stream=True), headers=WORKSPACE_HEADER) as response:
             lines = response.aiter_lines()
             assert (await lines.__anext__()).startswith("data: ")
             (call,) = await anyio.to_thread.run_sync(stand_in.wait_for_calls, 1)

@@ -41,9 +41,7 @@ def installed_server() -> Path:
             text=True,
             timeout=300,
         )
-        assert done.returncode == 0 and command.exists(), (
-            f"npm install {PACKAGE} failed:\n{done.stderr[-2000:]}"
-        )
+        assert done.returncode == 0 and command.exists(), f"npm install {PACKAGE} failed:\n{done.stderr[-2000:]}"
     return command
 
 
@@ -64,9 +62,7 @@ def upstream_url() -> Iterator[str]:
         "--viewport-size",
         "1280,720",
     ]
-    server = subprocess.Popen(
-        args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
+    server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_http(f"http://127.0.0.1:{port}/mcp", timeout=60, expect=None)
         yield f"http://127.0.0.1:{port}/mcp"

@@ -185,8 +185,7 @@ def test_tabs_new_list_switch_close(browser: BrowserProgram, site: str) -> None:
     assert listed[first]["active"] and listed[first]["url"] == f"{site}/"
 
     assert (
-        browser.ok("browser_new_tab", {"url": f"{site}/form"})
-        == f"Opened new tab [{first + 1}] with URL: {site}/form"
+        browser.ok("browser_new_tab", {"url": f"{site}/form"}) == f"Opened new tab [{first + 1}] with URL: {site}/form"
     )
     result = browser.call("browser_tab_list")
     tabs = result["structuredContent"]["tabList"]
@@ -262,12 +261,8 @@ def test_errors_are_tool_errors_and_the_browser_keeps_working(browser: BrowserPr
     assert browser.error("browser_click", {"index": "one"}) == "index must be of type integer"
 
     browser.ok("browser_navigate", {"url": f"{site}/"})
-    assert browser.error("browser_click", {"index": 999}).startswith(
-        "no element with index 999 on the current page"
-    )
-    assert "no element matches selector '#missing'" in browser.error(
-        "browser_hover", {"selector": "#missing"}
-    )
+    assert browser.error("browser_click", {"index": 999}).startswith("no element with index 999 on the current page")
+    assert "no element matches selector '#missing'" in browser.error("browser_hover", {"selector": "#missing"})
     assert "either index or selector is required" in browser.error("browser_hover")
     assert browser.ok("browser_hover", {"index": None, "selector": "#hover-target"}) == (
         "Hovered selector #hover-target"
@@ -294,12 +289,8 @@ def test_unknown_tool_is_a_jsonrpc_error(browser: BrowserProgram) -> None:
 def test_dns_rebinding_protection_is_on(browser: BrowserProgram) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     assert httpx.post(browser.mcp_url, json=body, headers={"Host": "evil.example"}).status_code == 421
-    assert (
-        httpx.post(browser.mcp_url, json=body, headers={"Origin": "http://evil.example"}).status_code == 403
-    )
-    assert (
-        httpx.post(browser.mcp_url, json=body, headers={"Origin": "http://localhost:3000"}).status_code == 200
-    )
+    assert httpx.post(browser.mcp_url, json=body, headers={"Origin": "http://evil.example"}).status_code == 403
+    assert httpx.post(browser.mcp_url, json=body, headers={"Origin": "http://localhost:3000"}).status_code == 200
 
 
 def test_outside_cdp_clients_share_the_context(browser: BrowserProgram, site: str) -> None:

@@ -48,19 +48,27 @@ def agentbox_image(docker_client: docker.DockerClient, base_image: str) -> str:
     if prebuilt:
         docker_client.images.get(prebuilt)
         return prebuilt
-    return build_image(docker_client, path=REPO, dockerfile="images/Dockerfile",
-                       tag=os.environ.get("AGENTBOX_IMAGE_TAG", "agentbox:latest"),
-                       buildargs={"BASE_IMAGE": base_image})
+    return build_image(
+        docker_client,
+        path=REPO,
+        dockerfile="images/Dockerfile",
+        tag=os.environ.get("AGENTBOX_IMAGE_TAG", "agentbox:latest"),
+        buildargs={"BASE_IMAGE": base_image},
+    )
 
 
 @pytest.fixture(scope="module")
 def box(docker_client: docker.DockerClient, agentbox_image: str) -> Iterator[Box]:
     """The image with its defaults plus a gateway key and standalone MCP mode with a token."""
-    started = start_box(docker_client, agentbox_image, {
-        "AIO_API_KEY": API_KEY,
-        "AICODEBOX_MCP_MODE": "1",
-        "AICODEBOX_MCP_MODE_TOKEN": MCP_TOKEN,
-    })
+    started = start_box(
+        docker_client,
+        agentbox_image,
+        {
+            "AIO_API_KEY": API_KEY,
+            "AICODEBOX_MCP_MODE": "1",
+            "AICODEBOX_MCP_MODE_TOKEN": MCP_TOKEN,
+        },
+    )
     yield started
     started.remove()
 

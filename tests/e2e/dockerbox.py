@@ -36,12 +36,20 @@ class BuildFailed(RuntimeError):
     """An image build failed; the message carries the tail of the build log."""
 
 
-def build_image(client: docker.DockerClient, *, path: Path, dockerfile: str, tag: str,
-                buildargs: Mapping[str, str] | None = None) -> str:
+def build_image(
+    client: docker.DockerClient, *, path: Path, dockerfile: str, tag: str, buildargs: Mapping[str, str] | None = None
+) -> str:
     """Build ``tag`` with the engine's builder (cache on), raising BuildFailed with the log's tail."""
     log: list[str] = []
-    stream = client.api.build(path=str(path), dockerfile=dockerfile, tag=tag, buildargs=dict(buildargs or {}),
-                              rm=True, forcerm=True, decode=True)
+    stream = client.api.build(
+        path=str(path),
+        dockerfile=dockerfile,
+        tag=tag,
+        buildargs=dict(buildargs or {}),
+        rm=True,
+        forcerm=True,
+        decode=True,
+    )
     for chunk in stream:
         if "stream" in chunk:
             log.append(chunk["stream"].rstrip("\n"))
@@ -115,8 +123,14 @@ class Box:
         assert states.get(program) == state, f"{program} is not {state}: {states}\n{self.logs()}"
         return states
 
-    def wait_http(self, port: int, path: str, expect: int = 200, timeout: float = READY_TIMEOUT,
-                  headers: Mapping[str, str] | None = None) -> httpx.Response:
+    def wait_http(
+        self,
+        port: int,
+        path: str,
+        expect: int = 200,
+        timeout: float = READY_TIMEOUT,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
         deadline = time.monotonic() + timeout
         last: Any = "no answer"
         while time.monotonic() < deadline:
@@ -138,9 +152,15 @@ class Box:
             self.container.remove(force=True, v=True)
 
 
-def start_box(client: docker.DockerClient, image: str, env: Mapping[str, str] | None = None, *,
-              published: tuple[int, ...] = AGENTBOX_PORTS, wait_health: bool = True,
-              **run_args: Any) -> Box:
+def start_box(
+    client: docker.DockerClient,
+    image: str,
+    env: Mapping[str, str] | None = None,
+    *,
+    published: tuple[int, ...] = AGENTBOX_PORTS,
+    wait_health: bool = True,
+    **run_args: Any,
+) -> Box:
     """``docker run`` the image with the ports published on 127.0.0.1 (random host ports)."""
     container = client.containers.run(
         image,
@@ -164,8 +184,9 @@ def start_box(client: docker.DockerClient, image: str, env: Mapping[str, str] | 
 
 
 @contextlib.contextmanager
-def running_box(client: docker.DockerClient, image: str, env: Mapping[str, str] | None = None,
-                **kwargs: Any) -> Iterator[Box]:
+def running_box(
+    client: docker.DockerClient, image: str, env: Mapping[str, str] | None = None, **kwargs: Any
+) -> Iterator[Box]:
     box = start_box(client, image, env, **kwargs)
     try:
         yield box
@@ -183,14 +204,24 @@ def remove_leftovers(client: docker.DockerClient) -> None:
             volume.remove(force=True)
 
 
-def mcp_post(url: str, method: str, params: Mapping[str, Any] | None = None, *,
-             headers: Mapping[str, str] | None = None, timeout: float = 60.0) -> httpx.Response:
+def mcp_post(
+    url: str,
+    method: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+) -> httpx.Response:
     """One JSON-RPC request as a streamable-HTTP MCP client sends it (both Accept types)."""
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
     if params is not None:
         body["params"] = dict(params)
-    return httpx.post(url, json=body, timeout=timeout, headers={
-        "Accept": "application/json, text/event-stream", **dict(headers or {})})
+    return httpx.post(
+        url,
+        json=body,
+        timeout=timeout,
+        headers={"Accept": "application/json, text/event-stream", **dict(headers or {})},
+    )
 
 
 def mcp_payload(response: httpx.Response) -> dict[str, Any]:

@@ -18,18 +18,29 @@ EXAMPLES = REPO / "images/examples"
 
 @pytest.fixture(scope="module")
 def hello_image(docker_client: docker.DockerClient, agentbox_image: str) -> str:
-    return build_image(docker_client, path=EXAMPLES / "child-mcp-server", dockerfile="Dockerfile",
-                       tag="agentbox-child-mcp-server:e2e", buildargs={"BASE_IMAGE": agentbox_image})
+    return build_image(
+        docker_client,
+        path=EXAMPLES / "child-mcp-server",
+        dockerfile="Dockerfile",
+        tag="agentbox-child-mcp-server:e2e",
+        buildargs={"BASE_IMAGE": agentbox_image},
+    )
 
 
 @pytest.fixture(scope="module")
 def claude_image(docker_client: docker.DockerClient, agentbox_image: str) -> str:
-    return build_image(docker_client, path=EXAMPLES / "child-claude", dockerfile="Dockerfile",
-                       tag="agentbox-child-claude:e2e", buildargs={"BASE_IMAGE": agentbox_image})
+    return build_image(
+        docker_client,
+        path=EXAMPLES / "child-claude",
+        dockerfile="Dockerfile",
+        tag="agentbox-child-claude:e2e",
+        buildargs={"BASE_IMAGE": agentbox_image},
+    )
 
 
 def test_child_mcp_server_tools_join_the_gateway_with_its_prefix(
-        docker_client: docker.DockerClient, hello_image: str) -> None:
+    docker_client: docker.DockerClient, hello_image: str
+) -> None:
     user_servers = '{"gone":{"url":"http://127.0.0.1:18111/mcp","prefix":"gone"}}'
     with running_box(docker_client, hello_image, {"EXTRA_MCP_SERVERS": user_servers}) as box:
         url = box.url(8091, "/mcp")
@@ -56,7 +67,8 @@ def test_child_mcp_server_tools_join_the_gateway_with_its_prefix(
 
 
 def test_child_claude_runs_the_cli_and_reports_missing_credentials(
-        docker_client: docker.DockerClient, claude_image: str) -> None:
+    docker_client: docker.DockerClient, claude_image: str
+) -> None:
     with running_box(docker_client, claude_image, {"DISABLE_BROWSER": "true"}) as box:
         code, version = box.exec("claude --version", user="sandbox")
         assert code == 0 and "Claude Code" in version, version
@@ -66,10 +78,16 @@ def test_child_claude_runs_the_cli_and_reports_missing_credentials(
         assert health["adapter"] == "claude"
         url = box.url(8081, "/")
         tools = mcp_payload(mcp_post(url, "tools/list"))["result"]["tools"]
-        assert {tool["name"] for tool in tools} == {"run_prompt", "list_files", "read_file", "write_file",
-                                                    "delete_file"}
-        answer = mcp_payload(mcp_post(url, "tools/call", {"name": "run_prompt",
-                                                          "arguments": {"prompt": "Say hello."}}, timeout=120))
+        assert {tool["name"] for tool in tools} == {
+            "run_prompt",
+            "list_files",
+            "read_file",
+            "write_file",
+            "delete_file",
+        }
+        answer = mcp_payload(
+            mcp_post(url, "tools/call", {"name": "run_prompt", "arguments": {"prompt": "Say hello."}}, timeout=120)
+        )
         result = answer["result"]
         assert result["isError"] is True, result
         message = result["content"][0]["text"].lower()

@@ -20,8 +20,22 @@ pytestmark = pytest.mark.docker
 
 PROXY_OVERRIDE = "deploy/reverse-proxy/compose.proxy.yaml"
 #: Seed and image variables are dropped from the test's environment so compose sees only what we set.
-PREFIXES = ("AIO_", "AICODEBOX_", "AGENTBOX_", "EXTRA_MCP_SERVERS", "ANTHROPIC_", "OPENAI_", "DISABLE_BROWSER",
-            "LOG_FORMAT", "LOG_LEVEL", "PUBLIC_HOST", "PROXY_", "BASE_IMAGE", "COMPOSE_", "OTEL_")
+PREFIXES = (
+    "AIO_",
+    "AICODEBOX_",
+    "AGENTBOX_",
+    "EXTRA_MCP_SERVERS",
+    "ANTHROPIC_",
+    "OPENAI_",
+    "DISABLE_BROWSER",
+    "LOG_FORMAT",
+    "LOG_LEVEL",
+    "PUBLIC_HOST",
+    "PROXY_",
+    "BASE_IMAGE",
+    "COMPOSE_",
+    "OTEL_",
+)
 
 
 def compose(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -29,8 +43,9 @@ def compose(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
     if command is None:
         missing("neither `docker compose` nor `docker-compose` is installed (apt-get install docker-compose)")
     clean = {k: v for k, v in os.environ.items() if not k.startswith(PREFIXES)}
-    return subprocess.run([*command, *args], cwd=REPO, env={**clean, **(env or {})}, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [*command, *args], cwd=REPO, env={**clean, **(env or {})}, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_compose_files_validate(docker_client: docker.DockerClient) -> None:
@@ -42,8 +57,14 @@ def test_compose_files_validate(docker_client: docker.DockerClient) -> None:
     for port in ("8091", "8080", "8081"):
         assert f"127.0.0.1:{port}:{port}" in rendered.stdout or "host_ip: 127.0.0.1" in rendered.stdout
 
-    proxied = compose("-f", "compose.yaml", "-f", PROXY_OVERRIDE, "config", env={
-        "PUBLIC_HOST": "agent.example.com", "AIO_API_KEY": "k", "AICODEBOX_MCP_MODE_TOKEN": "t"})
+    proxied = compose(
+        "-f",
+        "compose.yaml",
+        "-f",
+        PROXY_OVERRIDE,
+        "config",
+        env={"PUBLIC_HOST": "agent.example.com", "AIO_API_KEY": "k", "AICODEBOX_MCP_MODE_TOKEN": "t"},
+    )
     assert proxied.returncode == 0, proxied.stderr
     assert "AICODEBOX_MCP_MODE_ALLOWED_HOSTS: agent.example.com" in proxied.stdout
     assert "AICODEBOX_MCP_MODE_ALLOWED_ORIGINS: https://agent.example.com" in proxied.stdout
@@ -79,7 +100,7 @@ def test_compose_up_serves_health_and_mcp_mode(docker_client: docker.DockerClien
         containers = docker_client.containers.list(filters={"label": f"com.docker.compose.project={project}"})
         assert len(containers) == 1
         container = containers[0]
-        assert container.attrs["HostConfig"]["ShmSize"] == 1024 ** 3
+        assert container.attrs["HostConfig"]["ShmSize"] == 1024**3
         assert container.attrs["HostConfig"]["Init"] is True
         mounts = [m for m in container.attrs["Mounts"] if m["Destination"] == "/workspace"]
         assert mounts and mounts[0]["Type"] == "volume"

@@ -71,13 +71,24 @@ def e2e_files(**extra: tuple[bytes, int]) -> dict[str, tuple[bytes, int]]:
 
 
 @contextlib.contextmanager
-def prepared_box(client: docker.DockerClient, image: str, env: Mapping[str, str],
-                 files: Mapping[str, tuple[bytes, int]], command: list[str] | None = None,
-                 published: tuple[int, ...] = AGENTBOX_PORTS) -> Iterator[Box]:
+def prepared_box(
+    client: docker.DockerClient,
+    image: str,
+    env: Mapping[str, str],
+    files: Mapping[str, tuple[bytes, int]],
+    command: list[str] | None = None,
+    published: tuple[int, ...] = AGENTBOX_PORTS,
+) -> Iterator[Box]:
     """Create the container, copy ``files`` in, then start it (ports on random 127.0.0.1 ports)."""
     container = client.containers.create(
-        image, command=command, name=unique("agentbox-e2e"), environment=dict(env), shm_size="1g",
-        ports={f"{port}/tcp": ("127.0.0.1", None) for port in published}, labels={LABEL: "1"})
+        image,
+        command=command,
+        name=unique("agentbox-e2e"),
+        environment=dict(env),
+        shm_size="1g",
+        ports={f"{port}/tcp": ("127.0.0.1", None) for port in published},
+        labels={LABEL: "1"},
+    )
     box = Box(container, published)
     try:
         container.put_archive("/", archive(files))
@@ -107,8 +118,13 @@ def mcp_answers_beside(box: Box) -> None:
 
 def test_cron_mode_by_its_flag_with_mcp_mode_beside(docker_client: docker.DockerClient, agentbox_image: str) -> None:
     jobs = {"jobs": [{"name": "tick", "schedule": "*/2 * * * * *", "instruction": "ANSWER from cron"}]}
-    env = {"AICODEBOX_CRON_MODE": "1", "AICODEBOX_CRON_MODE_FILE": "/opt/e2e/cron.yml", "AICODEBOX_MCP_MODE": "1",
-           "AICODEBOX_AGENT_BINARY": AGENT, "DISABLE_BROWSER": "true"}
+    env = {
+        "AICODEBOX_CRON_MODE": "1",
+        "AICODEBOX_CRON_MODE_FILE": "/opt/e2e/cron.yml",
+        "AICODEBOX_MCP_MODE": "1",
+        "AICODEBOX_AGENT_BINARY": AGENT,
+        "DISABLE_BROWSER": "true",
+    }
     files = e2e_files(**{"/opt/e2e/cron.yml": (yaml.safe_dump(jobs).encode(), 0o644)})
     with prepared_box(docker_client, agentbox_image, env, files) as box:
         states = box.wait_state("cron", "RUNNING")
@@ -125,20 +141,31 @@ def test_cron_mode_by_its_flag_with_mcp_mode_beside(docker_client: docker.Docker
 
 
 def test_telegram_mode_with_cron_inside_and_mcp_mode_beside(
-        docker_client: docker.DockerClient, agentbox_image: str) -> None:
-    jobs = {"telegram_chat_id": CHAT,
-            "jobs": [{"name": "ping", "schedule": "*/3 * * * * *", "workspace": "jobs", "instruction": "ANSWER pong"}]}
-    env = {"AICODEBOX_TELEGRAM_MODE": "1", "AICODEBOX_CRON_MODE": "1", "AICODEBOX_MCP_MODE": "1",
-           "AICODEBOX_TELEGRAM_MODE_TOKEN": TOKEN, "AICODEBOX_TELEGRAM_MODE_API_URL": f"http://127.0.0.1:{BOT_API_PORT}",
-           "TELEGRAM_CHAT_ID": str(CHAT), "AICODEBOX_CRON_MODE_FILE": "/opt/e2e/cron.yml",
-           "AICODEBOX_AGENT_BINARY": AGENT, "DISABLE_BROWSER": "true"}
-    files = e2e_files(**{
-        "/opt/e2e/cron.yml": (yaml.safe_dump(jobs).encode(), 0o644),
-        "/opt/e2e/fake_bot_api.py": (Path(fake_bot_api.__file__).read_bytes(), 0o644),
-        "/etc/supervisor/conf.d/zz-fake-bot-api.conf": (FAKE_BOT_PROGRAM.encode(), 0o644),
-    })
-    with prepared_box(docker_client, agentbox_image, env, files,
-                      published=(*AGENTBOX_PORTS, BOT_API_PORT)) as box:
+    docker_client: docker.DockerClient, agentbox_image: str
+) -> None:
+    jobs = {
+        "telegram_chat_id": CHAT,
+        "jobs": [{"name": "ping", "schedule": "*/3 * * * * *", "workspace": "jobs", "instruction": "ANSWER pong"}],
+    }
+    env = {
+        "AICODEBOX_TELEGRAM_MODE": "1",
+        "AICODEBOX_CRON_MODE": "1",
+        "AICODEBOX_MCP_MODE": "1",
+        "AICODEBOX_TELEGRAM_MODE_TOKEN": TOKEN,
+        "AICODEBOX_TELEGRAM_MODE_API_URL": f"http://127.0.0.1:{BOT_API_PORT}",
+        "TELEGRAM_CHAT_ID": str(CHAT),
+        "AICODEBOX_CRON_MODE_FILE": "/opt/e2e/cron.yml",
+        "AICODEBOX_AGENT_BINARY": AGENT,
+        "DISABLE_BROWSER": "true",
+    }
+    files = e2e_files(
+        **{
+            "/opt/e2e/cron.yml": (yaml.safe_dump(jobs).encode(), 0o644),
+            "/opt/e2e/fake_bot_api.py": (Path(fake_bot_api.__file__).read_bytes(), 0o644),
+            "/etc/supervisor/conf.d/zz-fake-bot-api.conf": (FAKE_BOT_PROGRAM.encode(), 0o644),
+        }
+    )
+    with prepared_box(docker_client, agentbox_image, env, files, published=(*AGENTBOX_PORTS, BOT_API_PORT)) as box:
         states = box.wait_state("telegram", "RUNNING")
         assert states["cron"] == "STOPPED", "with Telegram on, cron runs inside the bot process"
         mcp_answers_beside(box)
@@ -161,7 +188,8 @@ def test_telegram_mode_with_cron_inside_and_mcp_mode_beside(
 
 
 def test_passthrough_hands_the_arguments_to_the_agent_cli(
-        docker_client: docker.DockerClient, agentbox_image: str) -> None:
+    docker_client: docker.DockerClient, agentbox_image: str
+) -> None:
     env = {"AICODEBOX_AGENT_BINARY": "/opt/e2e/passthrough-agent", "AIO_API_KEY": "not-for-the-agent"}
     cases = [
         (["agent", "-p", "hello world"], {}, "args:-p hello world"),
@@ -169,8 +197,7 @@ def test_passthrough_hands_the_arguments_to_the_agent_cli(
         (["echo", "a plain command"], {}, "a plain command"),
     ]
     for command, extra, expected in cases:
-        with prepared_box(docker_client, agentbox_image, {**env, **extra}, e2e_files(), command,
-                          published=()) as box:
+        with prepared_box(docker_client, agentbox_image, {**env, **extra}, e2e_files(), command, published=()) as box:
             status = box.container.wait(timeout=60)
             output = box.container.logs().decode(errors="replace")
             assert status["StatusCode"] == 0, output
@@ -180,8 +207,7 @@ def test_passthrough_hands_the_arguments_to_the_agent_cli(
 
 
 def test_passthrough_with_mcp_mode_beside(docker_client: docker.DockerClient, agentbox_image: str) -> None:
-    env = {"AICODEBOX_AGENT_BINARY": "/opt/e2e/passthrough-agent", "AICODEBOX_MCP_MODE": "1",
-           "DISABLE_BROWSER": "true"}
+    env = {"AICODEBOX_AGENT_BINARY": "/opt/e2e/passthrough-agent", "AICODEBOX_MCP_MODE": "1", "DISABLE_BROWSER": "true"}
     with prepared_box(docker_client, agentbox_image, env, e2e_files(), ["agent", "--wait"]) as box:
         mcp_answers_beside(box)
         states = box.wait_state("mcp-mode", "RUNNING")
@@ -190,8 +216,13 @@ def test_passthrough_with_mcp_mode_beside(docker_client: docker.DockerClient, ag
 
 
 def test_api_mode_wins_over_telegram_and_cron(docker_client: docker.DockerClient, agentbox_image: str) -> None:
-    env = {"AICODEBOX_API_MODE": "1", "AICODEBOX_TELEGRAM_MODE": "1", "AICODEBOX_CRON_MODE": "1",
-           "AICODEBOX_AVAILABLE_MODELS": "m", "DISABLE_BROWSER": "true"}
+    env = {
+        "AICODEBOX_API_MODE": "1",
+        "AICODEBOX_TELEGRAM_MODE": "1",
+        "AICODEBOX_CRON_MODE": "1",
+        "AICODEBOX_AVAILABLE_MODELS": "m",
+        "DISABLE_BROWSER": "true",
+    }
     with prepared_box(docker_client, agentbox_image, env, e2e_files()) as box:
         states = box.wait_state("agent-api", "RUNNING")
         assert (states["telegram"], states["cron"], states["mcp-mode"]) == ("STOPPED", "STOPPED", "STOPPED")

@@ -31,9 +31,11 @@ BUILTINS = [
     "browser_gui_screenshot",
     "browser_gui_execute_action",
 ]
-PAGE = "<!doctype html><html><head><meta charset=utf-8><title>agentbox e2e</title></head>" \
-       "<body style='font-size:40px'><h1 id=greeting>Hello from the container</h1>" \
-       "<p>Latin ok, 中文 日本語 한국어, emoji 😀🚀</p></body></html>"
+PAGE = (
+    "<!doctype html><html><head><meta charset=utf-8><title>agentbox e2e</title></head>"
+    "<body style='font-size:40px'><h1 id=greeting>Hello from the container</h1>"
+    "<p>Latin ok, 中文 日本語 한국어, emoji 😀🚀</p></body></html>"
+)
 
 
 def mcp(box: Box) -> str:
@@ -78,26 +80,30 @@ def test_docker_reports_the_container_healthy(box: Box) -> None:
 
 def test_seed_four_step_workflow(box: Box, auth: dict[str, str]) -> None:
     url = mcp(box)
-    step1 = call_tool(url, "sandbox_file_operations",
-                      {"action": "write", "path": "/tmp/agent-data.txt", "content": "3\n7\n12\n5\n"}, headers=auth)
+    step1 = call_tool(
+        url,
+        "sandbox_file_operations",
+        {"action": "write", "path": "/tmp/agent-data.txt", "content": "3\n7\n12\n5\n"},
+        headers=auth,
+    )
     assert step1["isError"] is False
     assert tool_text(step1) == '{"action":"write","bytes_written":9,"path":"/tmp/agent-data.txt","success":true}'
 
-    step2 = call_tool(url, "sandbox_execute_bash", {"cmd": "wc -l /tmp/agent-data.txt", "cwd": "/tmp"},
-                      headers=auth)
+    step2 = call_tool(url, "sandbox_execute_bash", {"cmd": "wc -l /tmp/agent-data.txt", "cwd": "/tmp"}, headers=auth)
     assert step2["isError"] is False
     shell = tool_json(step2)
     assert shell["exit_code"] == 0 and shell["output"].strip() == "4 /tmp/agent-data.txt"
     assert shell["cwd"] == "/tmp"
 
-    code = ('nums = [int(n) for n in open("/tmp/agent-data.txt").read().split()]\n'
-            'open("/tmp/agent-result.txt", "w").write(str(sum(nums)))\nprint("sum written")')
+    code = (
+        'nums = [int(n) for n in open("/tmp/agent-data.txt").read().split()]\n'
+        'open("/tmp/agent-result.txt", "w").write(str(sum(nums)))\nprint("sum written")'
+    )
     step3 = call_tool(url, "sandbox_execute_code", {"language": "python", "code": code}, headers=auth)
     assert step3["isError"] is False
     assert tool_text(step3).strip() == "sum written"
 
-    step4 = call_tool(url, "sandbox_file_operations", {"action": "read", "path": "/tmp/agent-result.txt"},
-                      headers=auth)
+    step4 = call_tool(url, "sandbox_file_operations", {"action": "read", "path": "/tmp/agent-result.txt"}, headers=auth)
     assert step4["isError"] is False
     assert tool_json(step4)["content"] == "27"
 
@@ -106,8 +112,9 @@ def test_failures_keep_their_two_shapes(box: Box, auth: dict[str, str]) -> None:
     unknown = rpc(mcp(box), "tools/call", {"name": "sandbox_execute", "arguments": {}}, headers=auth)
     assert unknown.status_code == 200
     assert unknown.json()["error"] == {"code": -32602, "message": "unknown tool: sandbox_execute"}
-    missing_file = call_tool(mcp(box), "sandbox_file_operations",
-                             {"action": "read", "path": "/tmp/agent-missing.txt"}, headers=auth)
+    missing_file = call_tool(
+        mcp(box), "sandbox_file_operations", {"action": "read", "path": "/tmp/agent-missing.txt"}, headers=auth
+    )
     assert missing_file["isError"] is True
     assert tool_json(missing_file)["error"]["error_type"] == "not_found"
 
@@ -123,13 +130,26 @@ def test_tools_list_is_builtins_then_browser_page_tools(box: Box, auth: dict[str
 def test_browser_navigates_to_a_page_served_inside_the_container(box: Box, auth: dict[str, str]) -> None:
     url = mcp(box)
     wait_for_tools(box, auth, "browser_navigate")
-    write = call_tool(url, "sandbox_file_operations",
-                      {"action": "write", "path": "/tmp/site/index.html", "content": PAGE}, headers=auth)
+    write = call_tool(
+        url,
+        "sandbox_file_operations",
+        {"action": "write", "path": "/tmp/site/index.html", "content": PAGE},
+        headers=auth,
+    )
     assert write["isError"] is False, tool_text(write)
-    serve = call_tool(url, "sandbox_execute_bash", {"cmd": (
-        "(setsid nohup python3 -m http.server 8765 --bind 127.0.0.1 --directory /tmp/site "
-        ">/tmp/site.log 2>&1 &); for i in $(seq 100); do curl -fs -o /dev/null http://127.0.0.1:8765/ "
-        "&& echo serving && break; sleep 0.1; done"), "timeout": 30}, headers=auth)
+    serve = call_tool(
+        url,
+        "sandbox_execute_bash",
+        {
+            "cmd": (
+                "(setsid nohup python3 -m http.server 8765 --bind 127.0.0.1 --directory /tmp/site "
+                ">/tmp/site.log 2>&1 &); for i in $(seq 100); do curl -fs -o /dev/null http://127.0.0.1:8765/ "
+                "&& echo serving && break; sleep 0.1; done"
+            ),
+            "timeout": 30,
+        },
+        headers=auth,
+    )
     assert "serving" in tool_json(serve)["output"], tool_text(serve)
 
     navigate = call_tool(url, "browser_navigate", {"url": "http://127.0.0.1:8765/"}, headers=auth)
@@ -150,8 +170,12 @@ def test_browser_navigates_to_a_page_served_inside_the_container(box: Box, auth:
 
 
 def test_sandbox_commands_run_as_the_non_root_user_without_secrets(box: Box, auth: dict[str, str]) -> None:
-    result = call_tool(mcp(box), "sandbox_execute_bash", {"cmd": "id -un; id -u; echo HOME=$HOME; env",
-                                                           "new_session": True}, headers=auth)
+    result = call_tool(
+        mcp(box),
+        "sandbox_execute_bash",
+        {"cmd": "id -un; id -u; echo HOME=$HOME; env", "new_session": True},
+        headers=auth,
+    )
     output = tool_json(result)["output"]
     lines = output.splitlines()
     assert lines[0] == "sandbox" and lines[1] == "1000", output
@@ -159,35 +183,63 @@ def test_sandbox_commands_run_as_the_non_root_user_without_secrets(box: Box, aut
     for secret in ("AIO_API_KEY", "AICODEBOX_MCP_MODE_TOKEN", API_KEY):
         assert secret not in output
 
-    code = call_tool(mcp(box), "sandbox_execute_code", {"language": "python", "code": (
-        "import os\nprint(os.getuid(), 'AIO_API_KEY' in os.environ, 'AICODEBOX_MCP_MODE_TOKEN' in os.environ)")},
-        headers=auth)
+    code = call_tool(
+        mcp(box),
+        "sandbox_execute_code",
+        {
+            "language": "python",
+            "code": (
+                "import os\nprint(os.getuid(), 'AIO_API_KEY' in os.environ, 'AICODEBOX_MCP_MODE_TOKEN' in os.environ)"
+            ),
+        },
+        headers=auth,
+    )
     assert tool_text(code).split() == ["1000", "False", "False"]
-    js = call_tool(mcp(box), "sandbox_execute_code", {"language": "javascript", "code": (
-        "console.log(process.getuid(), 'AIO_API_KEY' in process.env)")}, headers=auth)
+    js = call_tool(
+        mcp(box),
+        "sandbox_execute_code",
+        {"language": "javascript", "code": ("console.log(process.getuid(), 'AIO_API_KEY' in process.env)")},
+        headers=auth,
+    )
     assert tool_text(js).split() == ["1000", "false"]
 
 
 def test_sandbox_commands_cannot_read_secrets_from_other_processes(box: Box, auth: dict[str, str]) -> None:
     """Neither tini/supervisord (root) nor the programs (non-dumpable) leak the key or the MCP token through
     /proc/<pid>/environ; an ordinary process of the same user (the probe's control) can be read."""
-    probe = call_tool(mcp(box), "sandbox_execute_bash", {"cmd": (
-        "(AGENTBOX_PROBE=control-marker-5e1 sleep 5 &) ; sleep 0.3; "
-        "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>/dev/null "
-        f"| grep -e {API_KEY} -e {MCP_TOKEN} -e control-marker-5e1 | sort -u")}, headers=auth)
+    probe = call_tool(
+        mcp(box),
+        "sandbox_execute_bash",
+        {
+            "cmd": (
+                "(AGENTBOX_PROBE=control-marker-5e1 sleep 5 &) ; sleep 0.3; "
+                "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>/dev/null "
+                f"| grep -e {API_KEY} -e {MCP_TOKEN} -e control-marker-5e1 | sort -u"
+            )
+        },
+        headers=auth,
+    )
     assert tool_json(probe)["output"].split() == ["AGENTBOX_PROBE=control-marker-5e1"], tool_text(probe)
 
 
 def test_workspace_is_owned_by_the_sandbox_user(box: Box, auth: dict[str, str]) -> None:
-    result = call_tool(mcp(box), "sandbox_execute_bash",
-                       {"cmd": "stat -c %U /workspace && touch /workspace/owned && echo wrote"}, headers=auth)
+    result = call_tool(
+        mcp(box),
+        "sandbox_execute_bash",
+        {"cmd": "stat -c %U /workspace && touch /workspace/owned && echo wrote"},
+        headers=auth,
+    )
     assert tool_json(result)["output"].split() == ["sandbox", "wrote"]
 
 
 def test_no_zombies_after_commands_that_background_children(box: Box, auth: dict[str, str]) -> None:
     url = mcp(box)
-    forms = ["sleep 0.3 & echo {i}", "(sleep 0.3 &) ; echo {i}", "setsid sleep 0.3 & echo {i}",
-             "bash -c 'sleep 0.3 &' ; echo {i}"]
+    forms = [
+        "sleep 0.3 & echo {i}",
+        "(sleep 0.3 &) ; echo {i}",
+        "setsid sleep 0.3 & echo {i}",
+        "bash -c 'sleep 0.3 &' ; echo {i}",
+    ]
     for i in range(50):
         result = call_tool(url, "sandbox_execute_bash", {"cmd": forms[i % len(forms)].format(i=i)}, headers=auth)
         assert result["isError"] is False, tool_text(result)

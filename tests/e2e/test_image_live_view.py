@@ -26,9 +26,11 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 GREEN = [0, 200, 80]
 PAGE = "<!doctype html><title>green</title><body style='margin:0;background:rgb(0,200,80)'>"
 MAGENTA = (255, 0, 170)
-BUTTON_PAGE = ("<!doctype html><title>button</title><body style='margin:0;background:#fff'>"
-               "<button id=b style='position:absolute;left:300px;top:200px;width:240px;height:120px;border:0;"
-               "background:rgb(255,0,170)' onclick=\"document.title='pressed';this.textContent='pressed'\"></button>")
+BUTTON_PAGE = (
+    "<!doctype html><title>button</title><body style='margin:0;background:#fff'>"
+    "<button id=b style='position:absolute;left:300px;top:200px;width:240px;height:120px;border:0;"
+    "background:rgb(255,0,170)' onclick=\"document.title='pressed';this.textContent='pressed'\"></button>"
+)
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +43,26 @@ def live_box(docker_client: docker.DockerClient, agentbox_image: str) -> Iterato
 def serve_page(box: Box) -> str:
     url = box.url(8091, "/mcp")
     for name, content in (("index.html", PAGE), ("button.html", BUTTON_PAGE)):
-        written = call_tool(url, "sandbox_file_operations",
-                            {"action": "write", "path": f"/tmp/green/{name}", "content": content}, headers=AUTH)
+        written = call_tool(
+            url,
+            "sandbox_file_operations",
+            {"action": "write", "path": f"/tmp/green/{name}", "content": content},
+            headers=AUTH,
+        )
         assert not written["isError"], tool_text(written)
-    serve = call_tool(url, "sandbox_execute_bash", {"cmd": (
-        "(setsid nohup python3 -m http.server 8766 --bind 127.0.0.1 --directory /tmp/green >/dev/null 2>&1 &);"
-        " for i in $(seq 100); do curl -fs -o /dev/null http://127.0.0.1:8766/ && echo serving && break;"
-        " sleep 0.1; done"), "timeout": 30}, headers=AUTH)
+    serve = call_tool(
+        url,
+        "sandbox_execute_bash",
+        {
+            "cmd": (
+                "(setsid nohup python3 -m http.server 8766 --bind 127.0.0.1 --directory /tmp/green >/dev/null 2>&1 &);"
+                " for i in $(seq 100); do curl -fs -o /dev/null http://127.0.0.1:8766/ && echo serving && break;"
+                " sleep 0.1; done"
+            ),
+            "timeout": 30,
+        },
+        headers=AUTH,
+    )
     assert "serving" in tool_text(serve)
     return "http://127.0.0.1:8766/"
 
@@ -130,8 +145,9 @@ def test_a_killed_display_comes_back_while_the_gateway_answers(live_box: Box) ->
     live_box.wait_state("vnc", "RUNNING")
 
 
-def test_disable_vnc_turns_the_display_and_the_live_view_off(docker_client: docker.DockerClient,
-                                                             agentbox_image: str) -> None:
+def test_disable_vnc_turns_the_display_and_the_live_view_off(
+    docker_client: docker.DockerClient, agentbox_image: str
+) -> None:
     with running_box(docker_client, agentbox_image, {"AIO_API_KEY": KEY, "DISABLE_VNC": "true"}) as box:
         states = box.program_states()
         assert states.get("display") != "RUNNING" and states.get("vnc") != "RUNNING", states

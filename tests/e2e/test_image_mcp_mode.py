@@ -39,24 +39,34 @@ def test_standalone_mcp_mode_needs_its_token(box: Box) -> None:
 
 def test_mcp_mode_files_land_in_the_shared_workspace(box: Box) -> None:
     headers = {"Authorization": f"Bearer {MCP_TOKEN}"}
-    written = mcp_post(box.url(8081, "/"), "tools/call",
-                       {"name": "write_file", "arguments": {"path": "notes/e2e.txt", "content": "from mcp mode"}},
-                       headers=headers)
+    written = mcp_post(
+        box.url(8081, "/"),
+        "tools/call",
+        {"name": "write_file", "arguments": {"path": "notes/e2e.txt", "content": "from mcp mode"}},
+        headers=headers,
+    )
     assert mcp_payload(written)["result"]["isError"] is False
     code, output = box.exec("cat /workspace/notes/e2e.txt && echo && stat -c %U /workspace/notes/e2e.txt")
     assert code == 0 and output.split("\n")[:2] == ["from mcp mode", "sandbox"], output
 
 
 def test_a_foreign_host_is_refused_by_default(box: Box) -> None:
-    response = mcp_post(box.url(8081, "/"), "tools/list",
-                        headers={"Authorization": f"Bearer {MCP_TOKEN}", "Host": "agent.example.test"})
+    response = mcp_post(
+        box.url(8081, "/"), "tools/list", headers={"Authorization": f"Bearer {MCP_TOKEN}", "Host": "agent.example.test"}
+    )
     assert response.status_code == 421
 
 
 def test_api_mode_mounts_mcp_and_the_standalone_program_stays_off(
-        docker_client: docker.DockerClient, agentbox_image: str) -> None:
-    env = {"AICODEBOX_API_MODE": "1", "AICODEBOX_MCP_MODE": "1", "AICODEBOX_AVAILABLE_MODELS": "model-a",
-           "AICODEBOX_MCP_MODE_TOKEN": MCP_TOKEN, "DISABLE_BROWSER": "true"}
+    docker_client: docker.DockerClient, agentbox_image: str
+) -> None:
+    env = {
+        "AICODEBOX_API_MODE": "1",
+        "AICODEBOX_MCP_MODE": "1",
+        "AICODEBOX_AVAILABLE_MODELS": "model-a",
+        "AICODEBOX_MCP_MODE_TOKEN": MCP_TOKEN,
+        "DISABLE_BROWSER": "true",
+    }
     with running_box(docker_client, agentbox_image, env) as api_box:
         api_box.wait_http(8080, "/healthz")
         states = api_box.wait_state("agent-api", "RUNNING")
@@ -67,8 +77,10 @@ def test_api_mode_mounts_mcp_and_the_standalone_program_stays_off(
         for path in ("/mcp/", "/mcp"):
             url = api_box.url(8080, path)
             assert mcp_post(url, "tools/list").status_code == 401
-            assert tool_names(mcp_post(url, "tools/list",
-                                       headers={"Authorization": f"Bearer {MCP_TOKEN}"})) == MCP_MODE_TOOLS
+            assert (
+                tool_names(mcp_post(url, "tools/list", headers={"Authorization": f"Bearer {MCP_TOKEN}"}))
+                == MCP_MODE_TOOLS
+            )
 
 
 def test_api_mode_without_models_fails_alone(docker_client: docker.DockerClient, agentbox_image: str) -> None:

@@ -24,14 +24,19 @@ def answers(box: Box) -> dict[str, Callable[[], bool]]:
                 return httpx.get(box.url(port, path), timeout=3).status_code == 200
             except httpx.HTTPError:
                 return False
+
         return probe
 
     def browser_ok() -> bool:
         code, _ = box.exec("curl -fsS --max-time 3 -o /dev/null http://127.0.0.1:8100/health", user="sandbox")
         return code == 0
 
-    return {"gateway": http_ok(8091, "/health"), "browser": browser_ok,
-            "mcp-mode": http_ok(8081, "/healthz"), "agent-api": http_ok(8080, "/healthz")}
+    return {
+        "gateway": http_ok(8091, "/health"),
+        "browser": browser_ok,
+        "mcp-mode": http_ok(8081, "/healthz"),
+        "agent-api": http_ok(8080, "/healthz"),
+    }
 
 
 def wait_until(probe: Callable[[], bool], timeout: float) -> bool:

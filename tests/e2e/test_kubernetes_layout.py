@@ -131,8 +131,9 @@ def test_gateway_mcp_answers_behind_the_secrets_key(pod: Pod) -> None:
 def test_the_browser_runs_on_the_read_only_root(pod: Pod) -> None:
     page = {"url": "data:text/html,<h1>agentbox on k8s</h1>"}
     if not pod.browser:  # the code-only template offers no page tools at all
-        answer = mcp_payload(mcp_post(pod.gateway(), "tools/call", {"name": "browser_navigate", "arguments": page},
-                                      headers=GATEWAY_AUTH))
+        answer = mcp_payload(
+            mcp_post(pod.gateway(), "tools/call", {"name": "browser_navigate", "arguments": page}, headers=GATEWAY_AUTH)
+        )
         assert answer["error"]["code"] == -32602, answer
         return
     # The page tools come up a second or two after /health (the readiness probe) does.

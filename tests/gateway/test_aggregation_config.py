@@ -72,8 +72,12 @@ def test_unusable_entries_are_skipped_with_one_warning(
 
 def test_header_values_never_reach_the_log(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    parse_upstreams({"a": {"url": "http://example.com/", "headers": {"Authorization": "Bearer s3cret"}},
-                     "b": {"url": "http://127.0.0.1/", "headers": {"X-Token": ["s3cret"]}}})
+    parse_upstreams(
+        {
+            "a": {"url": "http://example.com/", "headers": {"Authorization": "Bearer s3cret"}},
+            "b": {"url": "http://127.0.0.1/", "headers": {"X-Token": ["s3cret"]}},
+        }
+    )
     assert len(skipped(caplog)) == 2
     assert "s3cret" not in caplog.text
 
@@ -98,7 +102,10 @@ def test_published_names_and_their_way_back() -> None:
 def _aiod_start(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [console_script("aiod"), "start", "--port", str(free_port()), *args],
-        env={**os.environ, **env}, capture_output=True, text=True, timeout=60,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

@@ -37,26 +37,41 @@ RICH_RESULT = {
 ERROR_RESULT = {"content": [{"type": "text", "text": "it broke"}], "isError": True}
 BARE_RESULT = {"content": [{"type": "text", "text": "no isError field"}]}
 RICH_TOOL = tool(
-    "rich", title="Rich tool", annotations={"readOnlyHint": True, "openWorldHint": False},
+    "rich",
+    title="Rich tool",
+    annotations={"readOnlyHint": True, "openWorldHint": False},
     outputSchema={"type": "object", "properties": {"answer": {"type": "integer"}}},
-    inputSchema={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"],
-                 "additionalProperties": False},
+    inputSchema={
+        "type": "object",
+        "properties": {"q": {"type": "string"}},
+        "required": ["q"],
+        "additionalProperties": False,
+    },
     _meta={"io.example/owner": "team-a"},
 )
 
 
 @pytest.fixture
 def peer() -> Any:
-    app = upstream_app("peer", [RICH_TOOL, tool("error"), tool("bare"), tool("taken"), tool("hello")],
-                       results={"rich": RICH_RESULT, "error": ERROR_RESULT, "bare": BARE_RESULT})
+    app = upstream_app(
+        "peer",
+        [RICH_TOOL, tool("error"), tool("bare"), tool("taken"), tool("hello")],
+        results={"rich": RICH_RESULT, "error": ERROR_RESULT, "bare": BARE_RESULT},
+    )
     with serve_app(app) as url:
         yield f"{url}/mcp"
 
 
 def test_catalogue_order_builtins_then_upstreams_and_builtins_win(peer: str) -> None:
     with door(make_router({"peer": {"url": peer, "prefix": "peer"}}), BUILTINS) as mcp:
-        assert list_tool_names(mcp) == ["sandbox_echo", "peer_taken", "peer_rich", "peer_error", "peer_bare",
-                                        "peer_hello"]
+        assert list_tool_names(mcp) == [
+            "sandbox_echo",
+            "peer_taken",
+            "peer_rich",
+            "peer_error",
+            "peer_bare",
+            "peer_hello",
+        ]
         # The built-in keeps its name for calls too.
         assert call_tool(mcp, "peer_taken", {"text": "x"})["content"][0]["text"] == "builtin:x"
 
@@ -82,13 +97,18 @@ def test_upstream_jsonrpc_errors_pass_through(peer: str) -> None:
     with door(make_router({"peer": {"url": peer, "prefix": "peer"}}), BUILTINS) as mcp:
         response = rpc(mcp, "tools/call", {"name": "peer_nope", "arguments": {}}, id=5)
         assert response.status_code == 200
-        assert response.json() == {"jsonrpc": "2.0", "id": 5,
-                                   "error": {"code": -32602, "message": "unknown tool: nope"}}
+        assert response.json() == {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "error": {"code": -32602, "message": "unknown tool: nope"},
+        }
 
 
 def test_unknown_tool_is_32602_and_a_down_upstream_is_an_error_result(peer: str) -> None:
-    servers = {"peer": {"url": peer, "prefix": "peer"},
-               "gone": {"url": f"http://127.0.0.1:{free_port()}/mcp", "prefix": "gone"}}
+    servers = {
+        "peer": {"url": peer, "prefix": "peer"},
+        "gone": {"url": f"http://127.0.0.1:{free_port()}/mcp", "prefix": "gone"},
+    }
     with door(make_router(servers), BUILTINS) as mcp:
         assert "gone_hello" not in list_tool_names(mcp)
         response = rpc(mcp, "tools/call", {"name": "stranger_hello", "arguments": {}}, id=3)
@@ -168,8 +188,9 @@ async def test_a_2026_era_call_never_waits_for_a_listing_of_the_upstreams(peer: 
                     headers = modern_headers(name)
                     params = {"name": name, "arguments": {"text": "x"}, "_meta": MODERN_META}
                     started = time.monotonic()
-                    response = await client.post(mcp, headers=headers, json={
-                        "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params})
+                    response = await client.post(
+                        mcp, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+                    )
                     assert time.monotonic() - started < 1.5, name
                     result = response.json()["result"]
                     assert result["resultType"] == "complete" and not result.get("isError"), result

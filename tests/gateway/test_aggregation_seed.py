@@ -24,8 +24,11 @@ BASH_ARGS = {"cmd": "echo hello", "cwd": "/tmp"}
 
 def aiod(port: int, env: dict[str, str] | None = None) -> Any:
     environment = {"EXTRA_MCP_SERVERS": "", "AIO_API_KEY": "", "LOG_FORMAT": "", **(env or {})}
-    return run_command([console_script("aiod"), "start", "--port", str(port)], env=environment,
-                       ready_url=f"http://127.0.0.1:{port}/health")
+    return run_command(
+        [console_script("aiod"), "start", "--port", str(port)],
+        env=environment,
+        ready_url=f"http://127.0.0.1:{port}/health",
+    )
 
 
 def output_of(process: subprocess.Popen) -> str:

@@ -34,12 +34,26 @@ def test_browser_tools_are_listed_with_their_schemas(mcp_url: str) -> None:
     action = tools["browser_gui_execute_action"]["inputSchema"]
     assert action["required"] == ["action"]
     assert set(action["properties"]["action"]["properties"]["action_type"]["enum"]) >= {
-        "MOVE_TO", "CLICK", "DOUBLE_CLICK", "RIGHT_CLICK", "MOUSE_DOWN", "MOUSE_UP", "DRAG_TO", "SCROLL",
-        "TYPING", "PRESS", "KEY_DOWN", "KEY_UP", "HOTKEY", "WAIT", "MOVE_REL", "DRAG_REL"}
+        "MOVE_TO",
+        "CLICK",
+        "DOUBLE_CLICK",
+        "RIGHT_CLICK",
+        "MOUSE_DOWN",
+        "MOUSE_UP",
+        "DRAG_TO",
+        "SCROLL",
+        "TYPING",
+        "PRESS",
+        "KEY_DOWN",
+        "KEY_UP",
+        "HOTKEY",
+        "WAIT",
+        "MOVE_REL",
+        "DRAG_REL",
+    }
 
 
-def test_get_info_builds_cdp_url_from_the_callers_address(mcp_url: str, gateway: str,
-                                                          chromium: Chromium) -> None:
+def test_get_info_builds_cdp_url_from_the_callers_address(mcp_url: str, gateway: str, chromium: Chromium) -> None:
     version = httpx.get(f"{chromium.cdp_url}/json/version").json()
     browser_id = version["webSocketDebuggerUrl"].rsplit("/", 1)[1]
     direct = tool_json(call_tool(mcp_url, "browser_get_info"))
@@ -47,14 +61,21 @@ def test_get_info_builds_cdp_url_from_the_callers_address(mcp_url: str, gateway:
     assert direct["vnc_url"] is None
     assert direct["viewport"]["width"] > 0 and direct["viewport"]["height"] > 0
     assert "Chrome" in direct["user_agent"]
-    proxied = tool_json(call_tool(mcp_url, "browser_get_info", headers={
-        "X-Forwarded-Proto": "https", "X-Forwarded-Host": "sandbox.example.com",
-        "X-Forwarded-Prefix": "/box/7/"}))
+    proxied = tool_json(
+        call_tool(
+            mcp_url,
+            "browser_get_info",
+            headers={
+                "X-Forwarded-Proto": "https",
+                "X-Forwarded-Host": "sandbox.example.com",
+                "X-Forwarded-Prefix": "/box/7/",
+            },
+        )
+    )
     assert proxied["cdp_url"] == f"wss://sandbox.example.com/box/7/cdp/devtools/browser/{browser_id}"
 
 
-def test_screenshot_is_png_image_content_of_the_display(mcp_url: str, chromium: Chromium,
-                                                        pages_url: str) -> None:
+def test_screenshot_is_png_image_content_of_the_display(mcp_url: str, chromium: Chromium, pages_url: str) -> None:
     with shown_page(chromium.cdp_url, f"{pages_url}/color/rgb(0,128,0)"):
         viewport = tool_json(call_tool(mcp_url, "browser_get_info"))["viewport"]
         result = call_tool(mcp_url, "browser_gui_screenshot")
@@ -74,9 +95,11 @@ def test_actions_click_and_type_into_the_page(mcp_url: str, chromium: Chromium, 
         clicked = tool_json(call_tool(mcp_url, "browser_gui_execute_action", click))
         assert clicked == {"status": "success", "action_performed": "Clicked the left button at (140, 70)"}
         assert page.title() == "clicked 1"
-        for action in ({"action_type": "CLICK", "x": 190, "y": 160, "button": None},
-                       {"action_type": "TYPING", "text": "agent was here"},
-                       {"action_type": "PRESS", "key": "Enter"}):
+        for action in (
+            {"action_type": "CLICK", "x": 190, "y": 160, "button": None},
+            {"action_type": "TYPING", "text": "agent was here"},
+            {"action_type": "PRESS", "key": "Enter"},
+        ):
             result = call_tool(mcp_url, "browser_gui_execute_action", {"action": action})
             assert tool_json(result)["status"] == "success"
         assert page.input_value("#name") == "agent was here"
@@ -84,13 +107,16 @@ def test_actions_click_and_type_into_the_page(mcp_url: str, chromium: Chromium, 
         assert "Enter" in [entry["key"] for entry in log if entry["type"] == "keydown"]
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    ({}, "action is required"),
-    ({"action": {"action_type": "WAIT", "duration": 30}}, "action.duration"),
-    ({"action": {"action_type": "FLY"}}, "action.action_type must be one of"),
-    ({"action": {"action_type": "MOVE_TO", "x": 3}}, "Invalid action: y is required for MOVE_TO"),
-    ({"action": {"action_type": "PRESS", "key": "ctrl+nope"}}, "Invalid action: unknown key: 'nope'"),
-])
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({}, "action is required"),
+        ({"action": {"action_type": "WAIT", "duration": 30}}, "action.duration"),
+        ({"action": {"action_type": "FLY"}}, "action.action_type must be one of"),
+        ({"action": {"action_type": "MOVE_TO", "x": 3}}, "Invalid action: y is required for MOVE_TO"),
+        ({"action": {"action_type": "PRESS", "key": "ctrl+nope"}}, "Invalid action: unknown key: 'nope'"),
+    ],
+)
 def test_invalid_actions_are_error_results(mcp_url: str, arguments: dict, message: str) -> None:
     result = call_tool(mcp_url, "browser_gui_execute_action", arguments)
     assert result["isError"] is True

@@ -49,8 +49,9 @@ async def events(page: Page, *types: str) -> list[dict[str, Any]]:
     return [e for e in await page.evaluate("window.log") if e["type"] in types]
 
 
-async def test_info_reports_public_cdp_url_user_agent_and_viewport(plane: BrowserPlane, chromium: Chromium,
-                                                                   pages_url: str) -> None:
+async def test_info_reports_public_cdp_url_user_agent_and_viewport(
+    plane: BrowserPlane, chromium: Chromium, pages_url: str
+) -> None:
     async with httpx.AsyncClient() as client:
         version = (await client.get(f"{chromium.cdp_url}/json/version")).json()
     browser_id = version["webSocketDebuggerUrl"].rsplit("/", 1)[1]
@@ -65,8 +66,9 @@ async def test_info_reports_public_cdp_url_user_agent_and_viewport(plane: Browse
         assert plain["cdp_url"] == f"ws://10.0.0.5:8091/cdp/devtools/browser/{browser_id}"  # never a key in it
 
 
-async def test_screenshot_is_a_png_of_the_page_on_display(plane: BrowserPlane, chromium: Chromium,
-                                                         pages_url: str) -> None:
+async def test_screenshot_is_a_png_of_the_page_on_display(
+    plane: BrowserPlane, chromium: Chromium, pages_url: str
+) -> None:
     async with shown(chromium.cdp_url, f"{pages_url}/color/rgb(255,0,0)"):
         red = await plane.screenshot()
         async with shown(chromium.cdp_url, f"{pages_url}/color/rgb(0,0,255)"):
@@ -81,7 +83,8 @@ async def test_screenshot_is_a_png_of_the_page_on_display(plane: BrowserPlane, c
 
 
 async def test_click_and_typing_reach_the_page_at_screenshot_coordinates(
-        plane: BrowserPlane, chromium: Chromium, pages_url: str) -> None:
+    plane: BrowserPlane, chromium: Chromium, pages_url: str
+) -> None:
     async with shown(chromium.cdp_url, f"{pages_url}/form") as page:
         assert "(140, 70)" in await plane.execute_action({"action_type": "CLICK", "x": 140, "y": 70})
         assert await page.title() == "clicked 1"
@@ -113,22 +116,23 @@ async def test_keys_modifiers_and_hotkeys(plane: BrowserPlane, chromium: Chromiu
         assert ctrl_a and all(e["ctrl"] and e["code"] == "KeyA" for e in ctrl_a)
 
 
-async def test_mouse_buttons_double_and_right_click(plane: BrowserPlane, chromium: Chromium,
-                                                    pages_url: str) -> None:
+async def test_mouse_buttons_double_and_right_click(plane: BrowserPlane, chromium: Chromium, pages_url: str) -> None:
     async with shown(chromium.cdp_url, f"{pages_url}/form") as page:
         await plane.execute_action({"action_type": "DOUBLE_CLICK", "x": 500, "y": 90})
         await plane.execute_action({"action_type": "RIGHT_CLICK", "x": 450, "y": 60})
         await plane.execute_action({"action_type": "CLICK", "x": 140, "y": 70, "num_clicks": 3})
         log = await events(page, "dblclick", "contextmenu")
         assert [(e["type"], e["x"], e["y"], e["target"]) for e in log] == [
-            ("dblclick", 500, 90, "target"), ("contextmenu", 450, 60, "target"), ("dblclick", 140, 70, "go")]
+            ("dblclick", 500, 90, "target"),
+            ("contextmenu", 450, 60, "target"),
+            ("dblclick", 140, 70, "go"),
+        ]
         assert await page.title() == "clicked 3"
         details = [e["detail"] for e in await events(page, "click") if e["target"] == "go"]
         assert details == [1, 2, 3]  # one triple click, counted as a person's would be
 
 
-async def test_drag_moves_with_the_button_held(plane: BrowserPlane, chromium: Chromium,
-                                               pages_url: str) -> None:
+async def test_drag_moves_with_the_button_held(plane: BrowserPlane, chromium: Chromium, pages_url: str) -> None:
     async with shown(chromium.cdp_url, f"{pages_url}/form") as page:
         await plane.execute_action({"action_type": "MOVE_TO", "x": 420, "y": 220})
         await plane.execute_action({"action_type": "DRAG_TO", "x": 600, "y": 300})
@@ -162,20 +166,23 @@ async def test_wait_is_a_pause(plane: BrowserPlane) -> None:
     assert time.monotonic() - started >= 0.3
 
 
-@pytest.mark.parametrize(("action", "message"), [
-    ({"action_type": "JUMP"}, "action_type must be one of"),
-    ({"x": 1}, "action_type is required"),
-    ({"action_type": "MOVE_TO", "x": 1}, "y is required for MOVE_TO"),
-    ({"action_type": "CLICK", "x": 5}, "x and y must be given together"),
-    ({"action_type": "CLICK", "x": -1, "y": 5}, "x must be >= 0"),
-    ({"action_type": "CLICK", "button": "thumb"}, "button must be one of"),
-    ({"action_type": "WAIT", "duration": 10.5}, "at most 10 seconds"),
-    ({"action_type": "SCROLL", "dy": 101}, "dy must be between -100 and 100"),
-    ({"action_type": "SCROLL"}, "non-zero dx or dy"),
-    ({"action_type": "PRESS", "key": "hyper"}, "unknown key: 'hyper'"),
-    ({"action_type": "HOTKEY", "keys": []}, "keys must be a non-empty list"),
-    ({"action_type": "TYPING", "text": 5}, "text must be a string"),
-])
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        ({"action_type": "JUMP"}, "action_type must be one of"),
+        ({"x": 1}, "action_type is required"),
+        ({"action_type": "MOVE_TO", "x": 1}, "y is required for MOVE_TO"),
+        ({"action_type": "CLICK", "x": 5}, "x and y must be given together"),
+        ({"action_type": "CLICK", "x": -1, "y": 5}, "x must be >= 0"),
+        ({"action_type": "CLICK", "button": "thumb"}, "button must be one of"),
+        ({"action_type": "WAIT", "duration": 10.5}, "at most 10 seconds"),
+        ({"action_type": "SCROLL", "dy": 101}, "dy must be between -100 and 100"),
+        ({"action_type": "SCROLL"}, "non-zero dx or dy"),
+        ({"action_type": "PRESS", "key": "hyper"}, "unknown key: 'hyper'"),
+        ({"action_type": "HOTKEY", "keys": []}, "keys must be a non-empty list"),
+        ({"action_type": "TYPING", "text": 5}, "text must be a string"),
+    ],
+)
 async def test_invalid_actions_are_refused_before_reaching_the_browser(action: dict, message: str) -> None:
     with pytest.raises(InvalidAction, match=message):
         parse_action(action)
@@ -185,8 +192,7 @@ async def test_invalid_actions_are_refused_before_reaching_the_browser(action: d
     await nowhere.aclose()
 
 
-async def test_set_viewport_resizes_the_display(plane: BrowserPlane, chromium: Chromium,
-                                                pages_url: str) -> None:
+async def test_set_viewport_resizes_the_display(plane: BrowserPlane, chromium: Chromium, pages_url: str) -> None:
     async with shown(chromium.cdp_url, f"{pages_url}/form") as page:
         assert await plane.set_viewport(1024, 768) == {"width": 1024, "height": 768}
         assert await page.evaluate("[innerWidth, innerHeight]") == [1024, 768]

@@ -60,8 +60,11 @@ def test_tools_fail_without_chromium_and_recover_when_it_starts(mcp_url: str, cd
 
 def test_rest_and_cdp_proxy_answer_503_without_chromium(gateway: str) -> None:
     sdk = Sandbox(base_url=gateway)
-    for call in (sdk.browser.get_info, lambda: b"".join(sdk.browser.screenshot()),
-                 lambda: sdk.browser.execute_action(request=Action_Click(x=1, y=1))):
+    for call in (
+        sdk.browser.get_info,
+        lambda: b"".join(sdk.browser.screenshot()),
+        lambda: sdk.browser.execute_action(request=Action_Click(x=1, y=1)),
+    ):
         with pytest.raises(ApiError) as failed:
             call()
         assert failed.value.status_code == 503

@@ -39,8 +39,9 @@ def test_get_info_parses_into_the_sdk_model(client: Sandbox, gateway: str) -> No
     assert info.data.viewport.width > 0 and info.data.viewport.height > 0
 
 
-def test_screenshot_is_a_raw_png_with_its_size_in_headers(client: Sandbox, chromium: Chromium,
-                                                          pages_url: str, gateway: str) -> None:
+def test_screenshot_is_a_raw_png_with_its_size_in_headers(
+    client: Sandbox, chromium: Chromium, pages_url: str, gateway: str
+) -> None:
     with shown_page(chromium.cdp_url, f"{pages_url}/color/rgb(200,0,200)"):
         data = b"".join(client.browser.screenshot())
         viewport = client.browser.get_info().data.viewport
@@ -67,8 +68,11 @@ def test_execute_action_drives_the_page(client: Sandbox, chromium: Chromium, pag
 
 
 def test_bad_action_is_a_validation_error(gateway: str) -> None:
-    response = httpx.post(f"{gateway}/v1/browser/actions", json={"action_type": "SCROLL", "dy": 500},
-                          headers={"Authorization": f"Bearer {KEY}"})
+    response = httpx.post(
+        f"{gateway}/v1/browser/actions",
+        json={"action_type": "SCROLL", "dy": 500},
+        headers={"Authorization": f"Bearer {KEY}"},
+    )
     assert response.status_code == 422
     body = response.json()
     assert body["success"] is False
@@ -76,8 +80,7 @@ def test_bad_action_is_a_validation_error(gateway: str) -> None:
     assert "between -100 and 100" in body["detail"][0]["msg"]
 
 
-def test_set_config_changes_the_display_resolution(client: Sandbox, chromium: Chromium,
-                                                    pages_url: str) -> None:
+def test_set_config_changes_the_display_resolution(client: Sandbox, chromium: Chromium, pages_url: str) -> None:
     with shown_page(chromium.cdp_url, f"{pages_url}/form") as page:
         answer = client.browser.set_config(resolution=Resolution(width=800, height=600))
         assert answer.success is True and answer.data == {"viewport": {"width": 800, "height": 600}}

@@ -34,22 +34,29 @@ def gateway_settings(gateway_settings: GatewaySettings, chromium: Chromium) -> G
 
 def test_public_base_honours_forwarded_headers_and_ignores_junk() -> None:
     assert public_base({"host": "10.1.2.3:8091"}, "http", "127.0.0.1:1") == "http://10.1.2.3:8091"
-    forwarded = {"host": "gw:8091", "x-forwarded-proto": "https, http", "x-forwarded-host": "a.example, b",
-                 "x-forwarded-prefix": "/sandbox/1/"}
+    forwarded = {
+        "host": "gw:8091",
+        "x-forwarded-proto": "https, http",
+        "x-forwarded-host": "a.example, b",
+        "x-forwarded-prefix": "/sandbox/1/",
+    }
     assert public_base(forwarded, "http", "127.0.0.1:1") == "https://a.example/sandbox/1"
     junk = {"host": "evil/path?x", "x-forwarded-proto": "gopher", "x-forwarded-prefix": "/a b"}
     assert public_base(junk, "http", "127.0.0.1:18091") == "http://127.0.0.1:18091"
 
 
 def test_rewrite_points_every_address_at_the_gateway() -> None:
-    target = {"id": "P1", "type": "page",
-              "webSocketDebuggerUrl": "ws://127.0.0.1:9222/devtools/page/P1",
-              "devtoolsFrontendUrl":
-                  "https://frontend.example/inspector.html?ws=127.0.0.1:9222/devtools/page/P1"}
+    target = {
+        "id": "P1",
+        "type": "page",
+        "webSocketDebuggerUrl": "ws://127.0.0.1:9222/devtools/page/P1",
+        "devtoolsFrontendUrl": "https://frontend.example/inspector.html?ws=127.0.0.1:9222/devtools/page/P1",
+    }
     [rewritten] = rewrite_targets([target], "https://box.example/pfx")
     assert rewritten["webSocketDebuggerUrl"] == "wss://box.example/pfx/cdp/devtools/page/P1"
     assert rewritten["devtoolsFrontendUrl"] == (
-        "https://frontend.example/inspector.html?wss=box.example/pfx/cdp/devtools/page/P1")
+        "https://frontend.example/inspector.html?wss=box.example/pfx/cdp/devtools/page/P1"
+    )
     assert rewritten["id"] == "P1"
 
 
@@ -61,9 +68,10 @@ def test_json_endpoints_are_rewritten(gateway: str, chromium: Chromium) -> None:
         assert version["Browser"] == direct["Browser"]
         browser_path = direct["webSocketDebuggerUrl"].split(":", 2)[2].split("/", 1)[1]
         assert version["webSocketDebuggerUrl"] == f"ws://{authority}/cdp/{browser_path}"
-    forwarded = httpx.get(f"{gateway}/cdp/json/list", headers={
-        **AUTH, "X-Forwarded-Proto": "https", "X-Forwarded-Host": "box.example",
-        "X-Forwarded-Prefix": "/p"}).json()
+    forwarded = httpx.get(
+        f"{gateway}/cdp/json/list",
+        headers={**AUTH, "X-Forwarded-Proto": "https", "X-Forwarded-Host": "box.example", "X-Forwarded-Prefix": "/p"},
+    ).json()
     pages = [t for t in forwarded if t["type"] == "page"]
     assert pages
     assert all(t["webSocketDebuggerUrl"].startswith("wss://box.example/p/cdp/devtools/page/") for t in pages)
@@ -77,8 +85,7 @@ def test_json_endpoints_need_the_key(gateway: str) -> None:
     assert httpx.get(f"{gateway}/cdp/json/version", headers=wrong).status_code == 401
 
 
-def test_playwright_connects_through_the_gateway_with_the_key(gateway: str, chromium: Chromium,
-                                                             pages_url: str) -> None:
+def test_playwright_connects_through_the_gateway_with_the_key(gateway: str, chromium: Chromium, pages_url: str) -> None:
     with sync_playwright() as playwright:
         direct = playwright.chromium.connect_over_cdp(chromium.cdp_url)
         page = direct.contexts[0].new_page()
@@ -120,8 +127,9 @@ def aiod(chromium: Chromium) -> Iterator[tuple[str, subprocess.Popen]]:
     """``aiod start`` as shipped (its own logging, INFO), with the key, in front of the test Chromium."""
     port = free_port()
     env = {"AIO_API_KEY": KEY, "AIO_CDP_URL": chromium.cdp_url, "LOG_LEVEL": "INFO", "LOG_FORMAT": ""}
-    with run_command([console_script("aiod"), "start", "--port", str(port)], env=env,
-                     ready_url=f"http://127.0.0.1:{port}/health") as process:
+    with run_command(
+        [console_script("aiod"), "start", "--port", str(port)], env=env, ready_url=f"http://127.0.0.1:{port}/health"
+    ) as process:
         yield f"http://127.0.0.1:{port}", process
 
 
@@ -172,7 +180,8 @@ def test_websocket_logs_carry_no_key_and_no_traceback(aiod: tuple[str, subproces
 
 
 def test_playwright_with_the_key_in_the_endpoint_url_connects_through_a_ticket(
-        aiod: tuple[str, subprocess.Popen]) -> None:
+    aiod: tuple[str, subprocess.Popen],
+) -> None:
     """Playwright asks ``<endpoint>/json/version/?api_key=…`` and then opens the socket URL it got."""
     gateway, process = aiod
     with sync_playwright() as playwright:

@@ -20,9 +20,20 @@ def test_conformance_suite_matches_the_baseline(gateway: str, tmp_path: Path) ->
     node, cli = node22(), conformance_cli()
     port = gateway.rsplit(":", 1)[1]
     run = subprocess.run(
-        [node, cli, "server", "--url", f"http://localhost:{port}/mcp", "--expected-failures", str(BASELINE),
-         "-o", str(tmp_path / "results")],
-        capture_output=True, text=True, timeout=600,
+        [
+            node,
+            cli,
+            "server",
+            "--url",
+            f"http://localhost:{port}/mcp",
+            "--expected-failures",
+            str(BASELINE),
+            "-o",
+            str(tmp_path / "results"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     output = run.stdout + run.stderr
     assert run.returncode == 0, output[-6000:]

@@ -19,9 +19,18 @@ from tests.support.servers import console_script, free_port, run_command
 #: Each program: its health path, and its environment and arguments for a port and a scratch folder.
 PROGRAMS = {
     "aiod": ("/health", lambda port, tmp: ({}, ["start", "--port", str(port)])),
-    "agentbox-mcp-mode": ("/healthz", lambda port, tmp: ({
-        "AICODEBOX_MCP_MODE_PORT": str(port), "AICODEBOX_MCP_MODE_HOST": "127.0.0.1",
-        "AICODEBOX_WORKSPACE": str(tmp / "ws"), "AICODEBOX_AGENT_BINARY": "/bin/true"}, [])),
+    "agentbox-mcp-mode": (
+        "/healthz",
+        lambda port, tmp: (
+            {
+                "AICODEBOX_MCP_MODE_PORT": str(port),
+                "AICODEBOX_MCP_MODE_HOST": "127.0.0.1",
+                "AICODEBOX_WORKSPACE": str(tmp / "ws"),
+                "AICODEBOX_AGENT_BINARY": "/bin/true",
+            },
+            [],
+        ),
+    ),
 }
 
 
@@ -31,8 +40,9 @@ def program(name: str, tmp_path: Path, **limits: str) -> Iterator[int]:
     port = free_port()
     env, args = configure(port, tmp_path)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("AICODEBOX_", "AGENTBOX_", "AIO_"))}
-    with run_command([console_script(name), *args], env={**base, **env, **limits},
-                     ready_url=f"http://127.0.0.1:{port}{health}"):
+    with run_command(
+        [console_script(name), *args], env={**base, **env, **limits}, ready_url=f"http://127.0.0.1:{port}{health}"
+    ):
         yield port
 
 
@@ -53,8 +63,10 @@ def test_half_sent_headers_and_stalled_bodies_are_closed_in_time(name: str, tmp_
         half = socket.create_connection(("127.0.0.1", port))
         half.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         stalled = socket.create_connection(("127.0.0.1", port))
-        stalled.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                        b"Accept: */*\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":")
+        stalled.sendall(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b'Accept: */*\r\nContent-Length: 100\r\n\r\n{"jsonrpc":'
+        )
         for sock, expected in ((silent, b"HTTP/1.1 408"), (half, b"HTTP/1.1 408"), (stalled, b"")):
             with sock:
                 elapsed, received = until_closed(sock)

@@ -24,13 +24,10 @@ pytestmark = pytest.mark.anyio
 def _skills(root: Path) -> None:
     (root / "pdf").mkdir()
     (root / "pdf" / "SKILL.md").write_text(
-        "---\nname: pdf\ndescription: >\n  Extract text and tables\n  from PDF files.\n---\n"
-        "# PDF\n\nUse pdftotext.\n"
+        "---\nname: pdf\ndescription: >\n  Extract text and tables\n  from PDF files.\n---\n# PDF\n\nUse pdftotext.\n"
     )
     (root / "web").mkdir()
-    (root / "web" / "SKILL.md").write_text(
-        "# Web research\n\nSearch the web, then\nsummarise the pages.\n\nMore.\n"
-    )
+    (root / "web" / "SKILL.md").write_text("# Web research\n\nSearch the web, then\nsummarise the pages.\n\nMore.\n")
     (root / "empty-folder").mkdir()  # no SKILL.md: not a skill
     (root / ".cache").mkdir()
 
@@ -66,9 +63,7 @@ async def test_context_fields(context: ContextPlane, monkeypatch: pytest.MonkeyP
     assert "Occupied ports: " in summary and port in summary and f"Workspace: {tmp_path}" in summary
 
 
-async def test_no_workspace_when_folder_is_missing(
-    context: ContextPlane, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_no_workspace_when_folder_is_missing(context: ContextPlane, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AICODEBOX_WORKSPACE", "/nonexistent/workspace")
     snapshot = await context.get_context()
     assert snapshot.workspace is None and "workspace" not in snapshot.system()
@@ -180,9 +175,7 @@ def test_context_tools_over_mcp(mcp_url: str, gateway_settings: GatewaySettings)
     listing = call_tool(mcp_url, "sandbox_load_skill", {})
     assert tool_text(listing).startswith("Skills Count: 2\n- pdf\n")
     loaded = call_tool(mcp_url, "sandbox_load_skill", {"name": "web"})
-    assert tool_text(loaded).startswith(
-        f"Base Path: {gateway_settings.skills_path / 'web'}\n\n# Web research"
-    )
+    assert tool_text(loaded).startswith(f"Base Path: {gateway_settings.skills_path / 'web'}\n\n# Web research")
     unknown = call_tool(mcp_url, "sandbox_load_skill", {"name": "ghost"})
     assert unknown["isError"] is True and tool_text(unknown) == "Skill not found: ghost"
     traversal = call_tool(mcp_url, "sandbox_load_skill", {"name": "../../etc"})

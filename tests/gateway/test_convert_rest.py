@@ -84,6 +84,7 @@ def test_bad_sources_are_4xx(gateway: str, tmp_path: Path, uri: str, status: int
 def test_a_uri_no_answer_could_echo_is_400(gateway: str) -> None:
     """Lone surrogates (valid JSON escapes, not UTF-8) once made the error answer itself fail with 500."""
     body = b'{"uri": "~\\ud8a9\\udc5f"}'
-    response = httpx.post(f"{gateway}/v1/util/convert_to_markdown", content=body,
-                          headers={"Content-Type": "application/json"}, timeout=60)
+    response = httpx.post(
+        f"{gateway}/v1/util/convert_to_markdown", content=body, headers={"Content-Type": "application/json"}, timeout=60
+    )
     assert response.status_code == 400 and response.json()["success"] is False

@@ -39,15 +39,23 @@ def test_body_over_8_mib_is_413(mcp_url: str) -> None:
 
 def test_body_just_under_the_limit_is_served(mcp_url: str) -> None:
     content = "y" * (7 * 1024 * 1024)
-    response = rpc(mcp_url, "tools/call", {"name": "sandbox_file_operations",
-                                           "arguments": {"action": "write", "path": "/tmp/agentbox-big.txt",
-                                                         "content": content}})
+    response = rpc(
+        mcp_url,
+        "tools/call",
+        {
+            "name": "sandbox_file_operations",
+            "arguments": {"action": "write", "path": "/tmp/agentbox-big.txt", "content": content},
+        },
+    )
     assert response.status_code == 200 and response.json()["result"]["isError"] is False
 
 
 def test_initialize_is_answered_without_a_session(mcp_url: str) -> None:
-    response = rpc(mcp_url, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                           "clientInfo": {"name": "t", "version": "1"}})
+    response = rpc(
+        mcp_url,
+        "initialize",
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    )
     assert response.status_code == 200
     assert "mcp-session-id" not in response.headers
     result = response.json()["result"]
@@ -78,8 +86,11 @@ def test_a_post_without_accept_is_served_as_accept_anything(mcp_url: str) -> Non
 def test_http_level_refusals_on_mcp_are_json_rpc_errors(mcp_url: str) -> None:
     too_big = httpx.post(mcp_url, content=b"x" * (8 * 1024 * 1024 + 1), headers=JSON, timeout=60)
     assert too_big.status_code == 413 and too_big.headers["content-type"] == "application/json"
-    assert too_big.json() == {"jsonrpc": "2.0", "id": None, "error": {
-        "code": -32600, "message": "Request body too large: /mcp accepts at most 8 MiB"}}
+    assert too_big.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Request body too large: /mcp accepts at most 8 MiB"},
+    }
     no_json = httpx.post(mcp_url, content=b"{}", headers={"Content-Type": "text/plain"})
     assert no_json.status_code == 400 and no_json.json()["error"]["message"] == "Invalid Content-Type header"
     refused = httpx.post(mcp_url, json={}, headers={"Accept": "text/html"})

@@ -45,8 +45,11 @@ def test_file_reads_and_listings_agree(client: Sandbox, mcp_url: str, tmp_path: 
     for name, text in {"a.txt": "alpha\nneedle one\n", "b.py": "needle = 2\n", "c.md": "none\n"}.items():
         (tmp_path / name).write_text(text)
     rest_read = client.file.read_file(file=str(tmp_path / "a.txt"), start_line=1)
-    mcp_read = tool_json(call_tool(mcp_url, "sandbox_file_operations",
-                                   {"action": "read", "path": str(tmp_path / "a.txt"), "start_line": 1}))
+    mcp_read = tool_json(
+        call_tool(
+            mcp_url, "sandbox_file_operations", {"action": "read", "path": str(tmp_path / "a.txt"), "start_line": 1}
+        )
+    )
     assert rest_read.data.content == mcp_read["content"] == "needle one\n"
 
     rest_list = client.file.list_path(path=str(tmp_path))
@@ -55,8 +58,9 @@ def test_file_reads_and_listings_agree(client: Sandbox, mcp_url: str, tmp_path: 
     assert rest_list.data.total_count == mcp_list["total_count"] == 3
 
     rest_grep = client.file.grep_files(path=str(tmp_path), pattern="needle")
-    mcp_grep = tool_json(call_tool(mcp_url, "sandbox_file_operations",
-                                   {"action": "grep", "path": str(tmp_path), "pattern": "needle"}))
+    mcp_grep = tool_json(
+        call_tool(mcp_url, "sandbox_file_operations", {"action": "grep", "path": str(tmp_path), "pattern": "needle"})
+    )
     rest_hits = sorted((m.file, m.line_number, m.line_content) for m in rest_grep.data.matches)
     mcp_hits = sorted((m["file"], m["line_number"], m["line_content"]) for m in mcp_grep["matches"])
     assert rest_hits == mcp_hits and len(rest_hits) == 2
@@ -88,8 +92,9 @@ def test_shell_code_and_editor_agree(client: Sandbox, mcp_url: str, tmp_path: Pa
     target = tmp_path / "edit.txt"
     target.write_text("one\ntwo\nthree\n")
     rest_view = client.file.str_replace_editor(command="view", path=str(target), view_range=[2, 3])
-    mcp_view = call_tool(mcp_url, "sandbox_str_replace_editor",
-                         {"command": "view", "path": str(target), "view_range": [2, 3]})
+    mcp_view = call_tool(
+        mcp_url, "sandbox_str_replace_editor", {"command": "view", "path": str(target), "view_range": [2, 3]}
+    )
     assert rest_view.data.output == tool_json(mcp_view)["output"]
     assert "two" in rest_view.data.output and "one" not in rest_view.data.output
 
@@ -103,8 +108,17 @@ def test_context_agrees(client: Sandbox, mcp_url: str) -> None:
 def test_openapi_document_and_docs_are_generated(gateway: str) -> None:
     document = httpx.get(f"{gateway}/v1/openapi.json").json()
     paths = document["paths"]
-    for route in ("/v1/shell/exec", "/v1/bash/exec", "/v1/file/read", "/v1/file/upload", "/v1/code/execute",
-                  "/v1/jupyter/execute", "/v1/nodejs/execute", "/v1/browser/info", "/v1/sandbox"):
+    for route in (
+        "/v1/shell/exec",
+        "/v1/bash/exec",
+        "/v1/file/read",
+        "/v1/file/upload",
+        "/v1/code/execute",
+        "/v1/jupyter/execute",
+        "/v1/nodejs/execute",
+        "/v1/browser/info",
+        "/v1/sandbox",
+    ):
         assert route in paths, route
     shell_body = paths["/v1/shell/exec"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert "$ref" in shell_body or "properties" in shell_body

@@ -28,8 +28,9 @@ KEY = "s3cret-key-for-tests"
 def keyed_gateway(gateway_settings: GatewaySettings, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     # The key is in the gateway's own environment too, as in the image: it must still not leak.
     monkeypatch.setenv("AIO_API_KEY", KEY)
-    settings = replace(gateway_settings, api_key=KEY, allowed_origins=("https://agent.example.com",
-                                                                       "http://tools.example.com:*"))
+    settings = replace(
+        gateway_settings, api_key=KEY, allowed_origins=("https://agent.example.com", "http://tools.example.com:*")
+    )
     with serve_app(build_app(settings)) as url:
         yield url
 
@@ -61,28 +62,62 @@ def test_without_a_key_everything_is_open(gateway: str) -> None:
 def test_the_key_never_reaches_sandboxed_programs(keyed_gateway: str) -> None:
     url = f"{keyed_gateway}/mcp"
     assert os.environ["AIO_API_KEY"] == KEY
-    shell = rpc(url, "tools/call", {"name": "sandbox_execute_bash",
-                                    "arguments": {"cmd": "env; echo \"key=[$AIO_API_KEY]\""}}, headers=bearer())
+    shell = rpc(
+        url,
+        "tools/call",
+        {"name": "sandbox_execute_bash", "arguments": {"cmd": 'env; echo "key=[$AIO_API_KEY]"'}},
+        headers=bearer(),
+    )
     output = json.loads(shell.json()["result"]["content"][0]["text"])["output"]
     assert "key=[]" in output and KEY not in output
-    code = rpc(url, "tools/call", {"name": "sandbox_execute_code", "arguments": {
-        "code": "import os\nprint(repr(os.environ.get('AIO_API_KEY')))"}}, headers=bearer())
+    code = rpc(
+        url,
+        "tools/call",
+        {
+            "name": "sandbox_execute_code",
+            "arguments": {"code": "import os\nprint(repr(os.environ.get('AIO_API_KEY')))"},
+        },
+        headers=bearer(),
+    )
     assert code.json()["result"]["content"][0]["text"].strip() == "None"
-    node = rpc(url, "tools/call", {"name": "sandbox_execute_code", "arguments": {
-        "language": "javascript", "code": "console.log(String(process.env.AIO_API_KEY))"}}, headers=bearer())
+    node = rpc(
+        url,
+        "tools/call",
+        {
+            "name": "sandbox_execute_code",
+            "arguments": {"language": "javascript", "code": "console.log(String(process.env.AIO_API_KEY))"},
+        },
+        headers=bearer(),
+    )
     assert node.json()["result"]["content"][0]["text"].strip() == "undefined"
 
 
-@pytest.mark.parametrize("origin", ["https://evil.example.com", "null", "http://127.0.0.1.evil.com",
-                                    "http://tools.example.com", "https://agent.example.com:8443"])
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "https://evil.example.com",
+        "null",
+        "http://127.0.0.1.evil.com",
+        "http://tools.example.com",
+        "https://agent.example.com:8443",
+    ],
+)
 def test_foreign_origins_are_refused(keyed_gateway: str, origin: str) -> None:
     headers = {**bearer(), "Origin": origin}
     assert rpc(f"{keyed_gateway}/mcp", "tools/list", headers=headers).status_code == 403
     assert httpx.get(f"{keyed_gateway}/v1/sandbox", headers=headers).status_code == 403
 
 
-@pytest.mark.parametrize("origin", ["http://localhost:3000", "http://127.0.0.1:8080", "http://[::1]:5173",
-                                    "https://agent.example.com", "http://tools.example.com:9000"])
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://localhost:3000",
+        "http://127.0.0.1:8080",
+        "http://[::1]:5173",
+        "https://agent.example.com",
+        "http://tools.example.com:9000",
+    ],
+)
 def test_loopback_and_listed_origins_are_served(keyed_gateway: str, origin: str) -> None:
     headers = {**bearer(), "Origin": origin}
     assert rpc(f"{keyed_gateway}/mcp", "tools/list", headers=headers).status_code == 200
@@ -90,8 +125,12 @@ def test_loopback_and_listed_origins_are_served(keyed_gateway: str, origin: str)
 
 REBOUND = "rebind.attacker.example:18091"
 #: A WebSocket upgrade, spelled out so that the refused handshake's HTTP answer can be read.
-UPGRADE = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
-           "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+UPGRADE = {
+    "Connection": "Upgrade",
+    "Upgrade": "websocket",
+    "Sec-WebSocket-Version": "13",
+    "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+}
 
 
 def guarded_requests(base: str, host: str, headers: dict[str, str] | None = None) -> list[httpx.Response]:
@@ -116,9 +155,19 @@ def test_a_rebound_host_gets_421_everywhere_without_a_key(gateway: str) -> None:
     assert httpx.get(f"{gateway}/health", headers={"Host": "rebind.attacker.example"}).status_code == 421
 
 
-@pytest.mark.parametrize("host", ["localhost:3000", "127.0.0.1", "127.0.0.2:80", "[::1]:8091",
-                                  "LOCALHOST", "app.localhost:1", socket.gethostname(),
-                                  f"{socket.getfqdn()}:8091"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "localhost:3000",
+        "127.0.0.1",
+        "127.0.0.2:80",
+        "[::1]:8091",
+        "LOCALHOST",
+        "app.localhost:1",
+        socket.gethostname(),
+        f"{socket.getfqdn()}:8091",
+    ],
+)
 def test_loopback_and_own_names_are_served(gateway: str, host: str) -> None:
     download, cdp_list, mcp, _ = guarded_requests(gateway, host)
     assert download.status_code == 200 and download.content.strip()
@@ -135,8 +184,9 @@ def test_allowed_hosts_are_served_exactly_or_on_any_port(gateway_settings: Gatew
             assert rpc(f"{url}/mcp", "tools/list", headers={"Host": host}).status_code == 421, host
 
 
-def test_with_a_key_host_is_checked_only_when_allowed_hosts_is_set(keyed_gateway: str,
-                                                                   gateway_settings: GatewaySettings) -> None:
+def test_with_a_key_host_is_checked_only_when_allowed_hosts_is_set(
+    keyed_gateway: str, gateway_settings: GatewaySettings
+) -> None:
     for response in guarded_requests(keyed_gateway, REBOUND, bearer())[::2]:
         assert response.status_code == 200
     settings = replace(gateway_settings, api_key=KEY, allowed_hosts=("sandbox.example.com",))

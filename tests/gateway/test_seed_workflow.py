@@ -13,15 +13,40 @@ import pytest
 from mcp import Client
 
 SEED_STEPS = [
-    {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sandbox_file_operations",
-     "arguments": {"action": "write", "path": "/tmp/agent-data.txt", "content": "3\n7\n12\n5\n"}}},
-    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sandbox_execute_bash",
-     "arguments": {"cmd": "wc -l /tmp/agent-data.txt", "cwd": "/tmp"}}},
-    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "sandbox_execute_code",
-     "arguments": {"language": "python", "code": "nums = [int(n) for n in open(\"/tmp/agent-data.txt\").read()"
-                   ".split()]\nopen(\"/tmp/agent-result.txt\", \"w\").write(str(sum(nums)))\nprint(\"sum written\")"}}},
-    {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "sandbox_file_operations",
-     "arguments": {"action": "read", "path": "/tmp/agent-result.txt"}}},
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "sandbox_file_operations",
+            "arguments": {"action": "write", "path": "/tmp/agent-data.txt", "content": "3\n7\n12\n5\n"},
+        },
+    },
+    {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "sandbox_execute_bash", "arguments": {"cmd": "wc -l /tmp/agent-data.txt", "cwd": "/tmp"}},
+    },
+    {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {
+            "name": "sandbox_execute_code",
+            "arguments": {
+                "language": "python",
+                "code": 'nums = [int(n) for n in open("/tmp/agent-data.txt").read()'
+                '.split()]\nopen("/tmp/agent-result.txt", "w").write(str(sum(nums)))\nprint("sum written")',
+            },
+        },
+    },
+    {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "method": "tools/call",
+        "params": {"name": "sandbox_file_operations", "arguments": {"action": "read", "path": "/tmp/agent-result.txt"}},
+    },
 ]
 
 CURL_HEADERS = {"Content-Type": "application/json", "Accept": "*/*", "User-Agent": "curl/7.88.1"}
@@ -47,8 +72,12 @@ def test_four_steps_over_raw_http(mcp_url: str) -> None:
         "id": 1,
         "jsonrpc": "2.0",
         "result": {
-            "content": [{"text": '{"action":"write","bytes_written":9,"path":"/tmp/agent-data.txt","success":true}',
-                         "type": "text"}],
+            "content": [
+                {
+                    "text": '{"action":"write","bytes_written":9,"path":"/tmp/agent-data.txt","success":true}',
+                    "type": "text",
+                }
+            ],
             "isError": False,
         },
     }
@@ -80,8 +109,15 @@ def test_unknown_tool_is_a_jsonrpc_error_on_200(mcp_url: str) -> None:
 
 
 def test_missing_file_passes_the_structured_error_through(mcp_url: str) -> None:
-    body = {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "sandbox_file_operations",
-            "arguments": {"action": "read", "path": "/tmp/agent-missing.txt"}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 6,
+        "method": "tools/call",
+        "params": {
+            "name": "sandbox_file_operations",
+            "arguments": {"action": "read", "path": "/tmp/agent-missing.txt"},
+        },
+    }
     answer = post_raw(mcp_url, body)
     assert answer["id"] == 6 and answer["result"]["isError"] is True
     text = answer["result"]["content"][0]["text"]
@@ -103,8 +139,12 @@ def test_missing_file_passes_the_structured_error_through(mcp_url: str) -> None:
 
 
 def test_missing_cmd_is_an_error_result(mcp_url: str) -> None:
-    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": "sandbox_execute_bash", "arguments": {}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "sandbox_execute_bash", "arguments": {}},
+    }
     result = post_raw(mcp_url, body)["result"]
     assert result == {"content": [{"type": "text", "text": "cmd is required"}], "isError": True} or (
         result["isError"] is True and result["content"][0]["text"] == "cmd is required"
@@ -131,9 +171,16 @@ async def test_four_steps_through_the_official_sdk(mcp_url: str, mode: str) -> N
         assert client.protocol_version == expected
         tools = await client.list_tools()
         assert [t.name for t in tools.tools][:10] == [
-            "sandbox_execute_bash", "sandbox_execute_code", "sandbox_file_operations",
-            "sandbox_str_replace_editor", "sandbox_get_context", "sandbox_get_packages", "sandbox_load_skill",
-            "browser_get_info", "browser_gui_screenshot", "browser_gui_execute_action",
+            "sandbox_execute_bash",
+            "sandbox_execute_code",
+            "sandbox_file_operations",
+            "sandbox_str_replace_editor",
+            "sandbox_get_context",
+            "sandbox_get_packages",
+            "sandbox_load_skill",
+            "browser_get_info",
+            "browser_gui_screenshot",
+            "browser_gui_execute_action",
         ]
         assert all(t.description and t.input_schema.get("type") == "object" for t in tools.tools)
         await _run_workflow(client)

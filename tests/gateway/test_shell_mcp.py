@@ -42,7 +42,11 @@ async def test_the_tool_is_published_first_with_its_schema(mcp_url: str) -> None
     assert tool.description.startswith("Execute a shell command. Sessions are managed automatically.")
     assert tool.input_schema["required"] == ["cmd"]
     assert {name: spec["type"] for name, spec in tool.input_schema["properties"].items()} == {
-        "cmd": "string", "cwd": "string", "new_session": "boolean", "timeout": "integer", "session_id": "string",
+        "cmd": "string",
+        "cwd": "string",
+        "new_session": "boolean",
+        "timeout": "integer",
+        "session_id": "string",
     }
 
 
@@ -51,8 +55,7 @@ def test_seed_step_two_over_raw_json_rpc(mcp_url: str) -> None:
     result = call_tool(mcp_url, "sandbox_execute_bash", {"cmd": "wc -l /tmp/agent-data.txt", "cwd": "/tmp"})
     assert result["isError"] is False
     assert tool_text(result) == (
-        '{"cwd":"/tmp","exit_code":0,"output":"4 /tmp/agent-data.txt\\n",'
-        '"session_id":"default","status":"completed"}'
+        '{"cwd":"/tmp","exit_code":0,"output":"4 /tmp/agent-data.txt\\n","session_id":"default","status":"completed"}'
     )
 
 
@@ -140,6 +143,7 @@ def test_the_api_key_never_reaches_commands(keyed_gateway: str) -> None:
     url = f"{keyed_gateway}/mcp"
     assert httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
     auth = {"Authorization": "Bearer mcp-secret-4711"}
-    result = call_tool(url, "sandbox_execute_bash", {"cmd": 'echo "[$AIO_API_KEY]"; env | grep -c mcp-secret'},
-                       headers=auth)
+    result = call_tool(
+        url, "sandbox_execute_bash", {"cmd": 'echo "[$AIO_API_KEY]"; env | grep -c mcp-secret'}, headers=auth
+    )
     assert json.loads(tool_text(result))["output"] == "[]\n0\n"

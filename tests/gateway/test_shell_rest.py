@@ -50,15 +50,16 @@ def test_exec_dir_strict_and_lenient(sandbox: Sandbox) -> None:
     assert moved.output == "/tmp\n"
     lenient = sandbox.shell.exec_command(command="pwd", id="rest-dirs", exec_dir="/no/such/dir").data
     assert lenient.output == "/tmp\n"
-    assert status_of(lambda: sandbox.shell.exec_command(command="pwd", id="rest-dirs", exec_dir="/no/such",
-                                                        strict=True)) == 400
+    assert (
+        status_of(lambda: sandbox.shell.exec_command(command="pwd", id="rest-dirs", exec_dir="/no/such", strict=True))
+        == 400
+    )
     assert status_of(lambda: sandbox.shell.create_session(id="rest-dirs")) == 409
 
 
 def test_async_exec_write_view_wait_and_kill(sandbox: Sandbox) -> None:
     sleeper = token()
-    started = sandbox.shell.exec_command(command=f"read -r name; echo got $name; sleep {sleeper}",
-                                         async_mode=True).data
+    started = sandbox.shell.exec_command(command=f"read -r name; echo got $name; sleep {sleeper}", async_mode=True).data
     assert started.status == "running" and started.exit_code is None
     sid = started.session_id
     assert status_of(lambda: sandbox.shell.exec_command(command="true", id=sid)) == 409
@@ -103,8 +104,9 @@ def test_sessions_are_listed_counted_updated_and_closed(sandbox: Sandbox) -> Non
 
 
 def test_bash_exec_keeps_streams_apart_with_env_and_truncation(sandbox: Sandbox) -> None:
-    data = sandbox.bash.exec(command='echo out; echo err >&2; echo "$GREETING"; exit 4',
-                             env={"GREETING": "hello there"}).data
+    data = sandbox.bash.exec(
+        command='echo out; echo err >&2; echo "$GREETING"; exit 4', env={"GREETING": "hello there"}
+    ).data
     assert (data.status, data.exit_code) == ("completed", 4)
     assert (data.stdout, data.stderr) == ("out\nhello there\n", "err\n")
     assert (data.offset, data.stderr_offset) == (len("out\nhello there\n"), 4)
@@ -119,8 +121,9 @@ def test_bash_exec_keeps_streams_apart_with_env_and_truncation(sandbox: Sandbox)
 
 def test_bash_async_output_offsets_and_kill(sandbox: Sandbox) -> None:
     sleeper = token()
-    started = sandbox.bash.exec(command=f"for i in 1 2 3; do echo line$i; sleep 0.2; done; sleep {sleeper}",
-                                async_mode=True).data
+    started = sandbox.bash.exec(
+        command=f"for i in 1 2 3; do echo line$i; sleep 0.2; done; sleep {sleeper}", async_mode=True
+    ).data
     assert started.status == "running"
     sid, offset, pieces = started.session_id, 0, []
     deadline = time.monotonic() + 10

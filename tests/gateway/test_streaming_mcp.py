@@ -164,8 +164,9 @@ async def test_cancelling_code_stops_its_interpreter_work(mcp_url: str, mode: st
             async with anyio.create_task_group() as tg:
 
                 async def run() -> None:
-                    await client.call_tool("sandbox_execute_code", {"code": code, "timeout": 300},
-                                           progress_callback=progress)
+                    await client.call_tool(
+                        "sandbox_execute_code", {"code": code, "timeout": 300}, progress_callback=progress
+                    )
 
                 tg.start_soon(run)
                 assert await eventually(lambda: len(live_processes(f"sleep {token}")) == 1, 10)

@@ -52,8 +52,10 @@ with open(Path(__file__).with_name("calls.jsonl"), "a", encoding="utf-8") as log
     log.write(json.dumps(record) + "\n")
 
 if "FIRST" in directives and argv[:1] != ["exec"]:
-    print(json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": directives["FIRST"]}]}}),
-          flush=True)
+    print(
+        json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": directives["FIRST"]}]}}),
+        flush=True,
+    )
 if "SLEEP" in directives:
     time.sleep(float(directives["SLEEP"]))
 if "EXIT" in directives:

@@ -106,9 +106,7 @@ async def test_errors_are_error_results(served: str, workspace: Path) -> None:
     assert snapshot(workspace) == before
 
 
-async def test_every_escape_is_refused_and_touches_nothing(
-    served: str, workspace: Path, tmp_path: Path
-) -> None:
+async def test_every_escape_is_refused_and_touches_nothing(served: str, workspace: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("top secret")

@@ -111,9 +111,7 @@ async def test_agent_uses_its_tools_on_the_workspace(make_settings, workspace: P
     )
     with (
         model.serve() as endpoint,
-        serve_settings(
-            agent_settings(make_settings, endpoint, AICODEBOX_MCP_MODE_TOKEN="mcp-secret")
-        ) as base,
+        serve_settings(agent_settings(make_settings, endpoint, AICODEBOX_MCP_MODE_TOKEN="mcp-secret")) as base,
     ):
         outcome = await run(f"{base}/mcp", "mcp-secret", prompt="Write a greeting", thinking="low")
     assert not outcome.is_error, tool_text(outcome)
@@ -133,9 +131,7 @@ async def test_agent_uses_its_tools_on_the_workspace(make_settings, workspace: P
     assert first["messages"][0]["role"] == "system" and str(workspace) in first["messages"][0]["content"]
     assert first["messages"][1] == {"role": "user", "content": "Write a greeting"}
     assert model.headers[0]["authorization"] == "Bearer sk-scripted"
-    tool_results = {
-        m["tool_call_id"]: m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"
-    }
+    tool_results = {m["tool_call_id"]: m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"}
     assert tool_results["c1"] == "wrote 18 characters to notes/hello.txt"
     assert tool_results["c2"] == "edited notes/hello.txt"
     assert tool_results["c3"] == "exit code: 0\nhello from the agent\ntoken=[]\n"  # no secrets for the agent
@@ -146,9 +142,7 @@ async def test_agent_uses_its_tools_on_the_workspace(make_settings, workspace: P
 
 
 async def test_continue_and_resume_keep_history(make_settings) -> None:
-    model = ScriptedModel(
-        [final("first answer"), final("second answer"), final("unrelated"), final("fourth answer")]
-    )
+    model = ScriptedModel([final("first answer"), final("second answer"), final("unrelated"), final("fourth answer")])
     with model.serve() as endpoint, serve_settings(agent_settings(make_settings, endpoint)) as base:
         url = f"{base}/mcp"
         first = await run(url, prompt="one")
@@ -160,10 +154,7 @@ async def test_continue_and_resume_keep_history(make_settings) -> None:
         fourth = await run(url, prompt="four", resume=session)
         assert fourth.structured_content["session_id"] == session
         unknown = await run(url, prompt="five", resume="0" * 32)
-        assert (
-            unknown.is_error
-            and tool_text(unknown) == f"agent exited with code 1: session not found: {'0' * 32}"
-        )
+        assert unknown.is_error and tool_text(unknown) == f"agent exited with code 1: session not found: {'0' * 32}"
 
     def conversation(request: dict[str, Any]) -> list[tuple[str, str]]:
         return [(m["role"], m["content"]) for m in request["messages"][1:]]
@@ -214,9 +205,7 @@ async def test_endpoint_failures_name_the_url(make_settings) -> None:
     with model.serve() as endpoint, serve_settings(agent_settings(make_settings, endpoint)) as base:
         failed = await run(f"{base}/mcp", prompt="hello")
     assert failed.is_error
-    assert tool_text(failed).startswith(
-        f"agent exited with code 1: {endpoint}/chat/completions answered HTTP 503"
-    )
+    assert tool_text(failed).startswith(f"agent exited with code 1: {endpoint}/chat/completions answered HTTP 503")
 
 
 async def test_turn_limit(make_settings) -> None:
@@ -227,9 +216,7 @@ async def test_turn_limit(make_settings) -> None:
     ):
         outcome = await run(f"{base}/mcp", prompt="loop forever")
     assert outcome.is_error
-    assert tool_text(outcome) == (
-        "agent exited with code 1: no final answer after 2 turns (AICODEBOX_AGENT_MAX_TURNS)"
-    )
+    assert tool_text(outcome) == ("agent exited with code 1: no final answer after 2 turns (AICODEBOX_AGENT_MAX_TURNS)")
     assert len(model.requests) == 2
 
 

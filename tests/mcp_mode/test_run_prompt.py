@@ -276,9 +276,7 @@ async def test_different_workspaces_run_in_parallel(make_settings, stand_in: Sta
     assert elapsed < 2.9, elapsed  # three 1.5 s runs overlapped
 
 
-async def test_timeout_kills_the_process_group_and_releases_the_lock(
-    make_settings, stand_in: StandIn
-) -> None:
+async def test_timeout_kills_the_process_group_and_releases_the_lock(make_settings, stand_in: StandIn) -> None:
     with serve_settings(make_settings(AICODEBOX_RUN_TIMEOUT="1")) as base:
         url = f"{base}/mcp"
         started = time.monotonic()
@@ -293,9 +291,7 @@ async def test_timeout_kills_the_process_group_and_releases_the_lock(
         assert tool_text(again) == "still usable"
 
 
-async def test_client_disconnect_kills_the_agent_and_releases_the_lock(
-    make_settings, stand_in: StandIn
-) -> None:
+async def test_client_disconnect_kills_the_agent_and_releases_the_lock(make_settings, stand_in: StandIn) -> None:
     with serve_settings(make_settings()) as base:
         url = f"{base}/mcp"
         body = {
@@ -315,9 +311,7 @@ async def test_client_disconnect_kills_the_agent_and_releases_the_lock(
         assert not again.is_error and tool_text(again) == "lock was released"
 
 
-async def test_server_stays_responsive_during_a_run(
-    make_settings, stand_in: StandIn, workspace: Path
-) -> None:
+async def test_server_stays_responsive_during_a_run(make_settings, stand_in: StandIn, workspace: Path) -> None:
     (workspace / "f.txt").write_text("data")
     with serve_settings(make_settings()) as base:
         url = f"{base}/mcp"

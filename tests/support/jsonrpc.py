@@ -8,8 +8,15 @@ from typing import Any
 import httpx
 
 
-def rpc(url: str, method: str, params: dict[str, Any] | None = None, *, id: int = 1,
-        headers: dict[str, str] | None = None, timeout: float = 60) -> httpx.Response:
+def rpc(
+    url: str,
+    method: str,
+    params: dict[str, Any] | None = None,
+    *,
+    id: int = 1,
+    headers: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> httpx.Response:
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
     if params is not None:
         body["params"] = params
@@ -17,9 +24,11 @@ def rpc(url: str, method: str, params: dict[str, Any] | None = None, *, id: int 
 
 
 #: The per-request ``_meta`` envelope of a 2026-07-28 request.
-MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-               "io.modelcontextprotocol/clientCapabilities": {},
-               "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+}
 
 
 def modern_headers(name: str, method: str = "tools/call", **extra: str) -> dict[str, str]:

@@ -20,7 +20,7 @@ class Png:
 
     def pixel(self, x: int, y: int) -> tuple[int, ...]:
         start = x * self.channels
-        return tuple(self.rows[y][start:start + self.channels])
+        return tuple(self.rows[y][start : start + self.channels])
 
 
 def _paeth(a: int, b: int, c: int) -> int:
@@ -51,9 +51,9 @@ def decode_png(data: bytes, rows: int | None = None) -> Png:
     assert data[:8] == SIGNATURE, "not a PNG signature"
     offset, chunks = 8, []
     while offset < len(data):
-        length, kind = struct.unpack(">I4s", data[offset:offset + 8])
-        body = data[offset + 8:offset + 8 + length]
-        (crc,) = struct.unpack(">I", data[offset + 8 + length:offset + 12 + length])
+        length, kind = struct.unpack(">I4s", data[offset : offset + 8])
+        body = data[offset + 8 : offset + 8 + length]
+        (crc,) = struct.unpack(">I", data[offset + 8 + length : offset + 12 + length])
         assert zlib.crc32(kind + body) == crc, f"bad CRC in {kind!r}"
         chunks.append((kind, body))
         offset += 12 + length
@@ -66,7 +66,7 @@ def decode_png(data: bytes, rows: int | None = None) -> Png:
     assert len(raw) == height * stride, "image data does not match the header's size"
     decoded, previous = [], bytes(width * channels)
     for y in range(height if rows is None else min(rows, height)):
-        line = raw[y * stride:(y + 1) * stride]
+        line = raw[y * stride : (y + 1) * stride]
         previous = _unfilter(line[0], bytearray(line[1:]), previous, channels)
         decoded.append(previous)
     return Png(width, height, channels, decoded)

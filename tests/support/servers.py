@@ -26,8 +26,9 @@ def free_port() -> int:
 def serve_app(app: ASGIApp, port: int | None = None) -> Iterator[str]:
     """Serve ``app`` with uvicorn in a thread (lifespan on); yields ``http://127.0.0.1:<port>``."""
     port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
-                            ws="websockets-sansio")
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", ws="websockets-sansio"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -65,8 +66,9 @@ def run_command(
 ) -> Iterator[subprocess.Popen]:
     """Start a console command (``aiod start``, ...) in its own process group and stop it after."""
     full_env = {**os.environ, **(env or {})}
-    process = subprocess.Popen(args, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        args, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
     try:
         if ready_url:
             try:

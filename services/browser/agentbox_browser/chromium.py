@@ -105,8 +105,6 @@ def remove_stale_profiles() -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-
-
 def _die_with_parent() -> None:
     """Runs in the child before exec: SIGKILL it if this program dies (Linux only, best effort)."""
     with contextlib.suppress(Exception):

@@ -35,12 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--host", help="address of the MCP server (AGENTBOX_BROWSER_HOST, default 127.0.0.1)")
     parser.add_argument("--port", help="port of the MCP server (AGENTBOX_BROWSER_PORT, default 8100)")
-    parser.add_argument(
-        "--cdp-port", help="Chromium's DevTools port on 127.0.0.1 (AGENTBOX_CDP_PORT, default 9222)"
-    )
-    parser.add_argument(
-        "--chromium", help="Chromium executable (AGENTBOX_CHROMIUM, default: chromium on PATH)"
-    )
+    parser.add_argument("--cdp-port", help="Chromium's DevTools port on 127.0.0.1 (AGENTBOX_CDP_PORT, default 9222)")
+    parser.add_argument("--chromium", help="Chromium executable (AGENTBOX_CHROMIUM, default: chromium on PATH)")
     parser.add_argument("--viewport", help="page size WxH (AGENTBOX_VIEWPORT, default 1280x720)")
     parser.add_argument(
         "--headless",
@@ -49,9 +45,7 @@ def _parser() -> argparse.ArgumentParser:
         help="run Chromium headless (AGENTBOX_HEADLESS, default true)",
     )
     parser.add_argument("--browser-args", help="extra Chromium flags, shell-quoted (AGENTBOX_BROWSER_ARGS)")
-    parser.add_argument(
-        "--nav-timeout", help="navigation timeout in seconds (AGENTBOX_NAV_TIMEOUT, default 30)"
-    )
+    parser.add_argument("--nav-timeout", help="navigation timeout in seconds (AGENTBOX_NAV_TIMEOUT, default 30)")
     return parser
 
 

@@ -42,9 +42,7 @@ def build_mcp_server(registry: ToolRegistry) -> Server:
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=registry.tools())
 
-    async def call_tool(
-        ctx: ServerRequestContext, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in registry:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
         with running.track(ctx.request_id) as scope:  # notifications/cancelled stops a long navigation

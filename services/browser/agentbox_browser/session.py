@@ -167,13 +167,15 @@ class BrowserSession:
 
     def _on_console(self, message: ConsoleMessage) -> None:
         location = message.location
-        self.console.append({
-            "type": message.type,
-            "text": message.text,
-            "url": location.get("url", ""),
-            "line": location.get("lineNumber", 0),
-            "timestamp": time.time(),
-        })
+        self.console.append(
+            {
+                "type": message.type,
+                "text": message.text,
+                "url": location.get("url", ""),
+                "line": location.get("lineNumber", 0),
+                "timestamp": time.time(),
+            }
+        )
 
     async def _size_quietly(self, page: Page) -> None:
         with contextlib.suppress(PlaywrightError):

@@ -57,9 +57,7 @@ class BrowserSettings:
             port=env_int("AGENTBOX_BROWSER_PORT", 8100, source, minimum=1, maximum=65535),
             cdp_port=env_int("AGENTBOX_CDP_PORT", 9222, source, minimum=1, maximum=65535),
             chromium=_chromium(env_str("AGENTBOX_CHROMIUM", "", source)),
-            viewport=parse_viewport(
-                "AGENTBOX_VIEWPORT", env_str("AGENTBOX_VIEWPORT", DEFAULT_VIEWPORT, source)
-            ),
+            viewport=parse_viewport("AGENTBOX_VIEWPORT", env_str("AGENTBOX_VIEWPORT", DEFAULT_VIEWPORT, source)),
             headless=env_bool("AGENTBOX_HEADLESS", True, source),
             extra_args=_args("AGENTBOX_BROWSER_ARGS", env_str("AGENTBOX_BROWSER_ARGS", "", source)),
             nav_timeout=env_float("AGENTBOX_NAV_TIMEOUT", 30.0, source, minimum=0.1),
@@ -82,9 +80,7 @@ def _chromium(raw: str) -> str:
     if not raw.strip():
         found = shutil.which("chromium")
         if found is None:
-            raise ConfigError(
-                "AGENTBOX_CHROMIUM is not set and no `chromium` is on PATH (apt-get install chromium)"
-            )
+            raise ConfigError("AGENTBOX_CHROMIUM is not set and no `chromium` is on PATH (apt-get install chromium)")
         return found
     path = shutil.which(raw.strip())
     if path is None:

@@ -32,6 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     return parser
 
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     configure_logging()
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps([dataclasses.asdict(c) for c in checks], indent=2) if args.json else format_table(checks))
         sys.exit(0 if healthy(checks) else 1)
     serve(build_app(settings), settings.host, settings.port)
+
 
 if __name__ == "__main__":
     main()

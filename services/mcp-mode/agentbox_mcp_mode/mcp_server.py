@@ -82,8 +82,9 @@ def build_mcp_server(tools: McpTools) -> Server:
             result = await tools.call(params.name, params.arguments)
         finally:
             current_agent_events.reset(events)
-        note_tool_call(params.name, ToolOutcome.IS_ERROR if result.is_error else ToolOutcome.OK,
-                       time.perf_counter() - started)
+        note_tool_call(
+            params.name, ToolOutcome.IS_ERROR if result.is_error else ToolOutcome.OK, time.perf_counter() - started
+        )
         return result
 
     server = Server(

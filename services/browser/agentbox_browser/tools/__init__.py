@@ -31,9 +31,7 @@ ORDER = (
 
 def browser_tools() -> list[BrowserTool]:
     by_name = {
-        tool.name: tool
-        for module in (navigation, content, interaction, tabs, screenshot)
-        for tool in module.TOOLS
+        tool.name: tool for module in (navigation, content, interaction, tabs, screenshot) for tool in module.TOOLS
     }
     assert set(by_name) == set(ORDER), sorted(set(by_name) ^ set(ORDER))
     return [by_name[name] for name in ORDER]

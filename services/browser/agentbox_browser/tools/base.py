@@ -59,9 +59,7 @@ def schema(properties: Mapping[str, Any] | None = None, required: Iterable[str] 
     return result
 
 
-def text_result(
-    text: str, *, is_error: bool = False, structured: dict[str, Any] | None = None
-) -> types.CallToolResult:
+def text_result(text: str, *, is_error: bool = False, structured: dict[str, Any] | None = None) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], is_error=is_error, structured_content=structured
     )
@@ -71,9 +69,7 @@ def image_result(text: str, png: bytes) -> types.CallToolResult:
     return types.CallToolResult(
         content=[
             types.TextContent(type="text", text=text),
-            types.ImageContent(
-                type="image", data=base64.b64encode(png).decode("ascii"), mime_type="image/png"
-            ),
+            types.ImageContent(type="image", data=base64.b64encode(png).decode("ascii"), mime_type="image/png"),
         ]
     )
 
@@ -83,9 +79,7 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[BrowserTool], session: BrowserSession, deadline: float) -> None:
         self._tools = {tool.name: tool for tool in tools}
-        self._validators = {
-            name: jsonschema.Draft7Validator(tool.input_schema) for name, tool in self._tools.items()
-        }
+        self._validators = {name: jsonschema.Draft7Validator(tool.input_schema) for name, tool in self._tools.items()}
         self._listed = [tool.to_tool() for tool in self._tools.values()]
         self._session = session
         self._deadline = deadline

@@ -139,9 +139,7 @@ TOOLS = [
         "browser_evaluate",
         "Execute JavaScript in the current page and return its result as JSON. The script is an expression "
         "(e.g. `document.title`) or a function (e.g. `() => window.scrollY`); promises are awaited.",
-        schema(
-            {"script": {"type": "string", "description": "JavaScript code to execute"}}, required=["script"]
-        ),
+        schema({"script": {"type": "string", "description": "JavaScript code to execute"}}, required=["script"]),
         evaluate,
     ),
 ]

@@ -14,6 +14,7 @@ from .base import ToolError
 class ElementNotFound(ToolError):
     """No element has that index or matches that selector (the REST door answers 404)."""
 
+
 INDEX_ATTRIBUTE = "data-agentbox-index"
 #: How long a CSS selector may take to appear before "no element matches" (milliseconds).
 SELECTOR_WAIT_MS = 5_000

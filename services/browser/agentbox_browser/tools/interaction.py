@@ -54,9 +54,7 @@ async def get_clickable_elements(session: BrowserSession, args: Arguments) -> ty
 async def click(session: BrowserSession, args: Arguments) -> types.CallToolResult:
     index = args.get("index")
     if index is None:
-        raise ToolError(
-            "index is required: call browser_get_clickable_elements to number the page's elements"
-        )
+        raise ToolError("index is required: call browser_get_clickable_elements to number the page's elements")
     page = await session.page()
     element = await locate(page, index=index)
 
@@ -129,9 +127,7 @@ async def press_key(session: BrowserSession, args: Arguments) -> types.CallToolR
 async def scroll(session: BrowserSession, args: Arguments) -> types.CallToolResult:
     page = await session.page()
     outcome = await page.evaluate(_SCROLL_SCRIPT, args.get("amount"))
-    bottom = (
-        "Reached the bottom of the page." if outcome["atBottom"] else "Did not reach the bottom of the page."
-    )
+    bottom = "Reached the bottom of the page." if outcome["atBottom"] else "Did not reach the bottom of the page."
     return text_result(f"Scrolled {outcome['scrolled']} pixels. {bottom}")
 
 

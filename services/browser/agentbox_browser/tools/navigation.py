@@ -51,8 +51,7 @@ async def goto(session: BrowserSession, page: Page, url: str) -> Response | None
         return await page.goto(url, wait_until="load", timeout=session.nav_timeout_ms)
     except PlaywrightTimeoutError:
         raise ToolError(
-            f"navigation to {url} timed out after {session.nav_timeout_ms / 1000:g} s "
-            "(the page may still be loading)"
+            f"navigation to {url} timed out after {session.nav_timeout_ms / 1000:g} s (the page may still be loading)"
         ) from None
     except PlaywrightError as exc:
         if not session.connected:
@@ -69,9 +68,7 @@ async def navigate(session: BrowserSession, args: Arguments) -> types.CallToolRe
     page = await session.page()
     response = await goto(session, page, url)
     lines = await index_elements(page)
-    return text_result(
-        f"Navigated to {page.url}{_status_note(response)}\n{ELEMENTS_HEADER}\n{listing(lines)}"
-    )
+    return text_result(f"Navigated to {page.url}{_status_note(response)}\n{ELEMENTS_HEADER}\n{listing(lines)}")
 
 
 async def has_entry(page: Page, step: int) -> bool:

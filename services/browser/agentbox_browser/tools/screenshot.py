@@ -28,9 +28,7 @@ async def screenshot(session: BrowserSession, args: Arguments) -> types.CallTool
     original = page.viewport_size or session.viewport
     resized = width is not None or height is not None
     if resized:
-        await page.set_viewport_size(
-            {"width": width or original["width"], "height": height or original["height"]}
-        )
+        await page.set_viewport_size({"width": width or original["width"], "height": height or original["height"]})
     try:
         if args.get("highlight"):
             if await page.locator(f"[{INDEX_ATTRIBUTE}]").count() == 0:
@@ -41,9 +39,7 @@ async def screenshot(session: BrowserSession, args: Arguments) -> types.CallTool
                 element = await locate(page, index=index, selector=selector)
                 png = await element.screenshot(timeout=session.nav_timeout_ms)
             else:
-                png = await page.screenshot(
-                    full_page=bool(args.get("fullPage")), timeout=session.nav_timeout_ms
-                )
+                png = await page.screenshot(full_page=bool(args.get("fullPage")), timeout=session.nav_timeout_ms)
         finally:
             if args.get("highlight"):
                 with contextlib.suppress(PlaywrightError):

@@ -146,8 +146,7 @@ TOOLS = [
     ),
     BrowserTool(
         "browser_close_tab",
-        "Close the current tab; the last remaining tab becomes current (a blank one is opened if none "
-        "is left).",
+        "Close the current tab; the last remaining tab becomes current (a blank one is opened if none is left).",
         schema(),
         close_tab,
     ),

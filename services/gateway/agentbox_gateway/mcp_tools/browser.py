@@ -41,34 +41,57 @@ ACTION_SCHEMA: dict[str, Any] = {
             "type": "object",
             "description": "One GUI action. Coordinates are pixels of browser_gui_screenshot's image.",
             "properties": {
-                "action_type": {"type": "string", "enum": list(ACTION_TYPES), "description": (
-                    "MOVE_TO/DRAG_TO need x, y; MOVE_REL/DRAG_REL need x_offset, y_offset; CLICK takes "
-                    "x, y, button, num_clicks; DOUBLE_CLICK and RIGHT_CLICK take x, y; MOUSE_DOWN/MOUSE_UP "
-                    "take button; SCROLL takes dx, dy; TYPING needs text; PRESS, KEY_DOWN, KEY_UP need key; "
-                    "HOTKEY needs keys; WAIT needs duration"
-                )},
-                "x": _optional("number", "Target x in screenshot pixels (omit x and y to act where the "
-                               "pointer is)", minimum=0),
+                "action_type": {
+                    "type": "string",
+                    "enum": list(ACTION_TYPES),
+                    "description": (
+                        "MOVE_TO/DRAG_TO need x, y; MOVE_REL/DRAG_REL need x_offset, y_offset; CLICK takes "
+                        "x, y, button, num_clicks; DOUBLE_CLICK and RIGHT_CLICK take x, y; MOUSE_DOWN/MOUSE_UP "
+                        "take button; SCROLL takes dx, dy; TYPING needs text; PRESS, KEY_DOWN, KEY_UP need key; "
+                        "HOTKEY needs keys; WAIT needs duration"
+                    ),
+                },
+                "x": _optional(
+                    "number", "Target x in screenshot pixels (omit x and y to act where the pointer is)", minimum=0
+                ),
                 "y": _optional("number", "Target y in screenshot pixels", minimum=0),
                 "x_offset": _optional("number", "Horizontal move from the pointer's position (pixels)"),
                 "y_offset": _optional("number", "Vertical move from the pointer's position (pixels)"),
                 "button": _optional("string", "Mouse button (default left)", enum=list(BUTTONS)),
                 "num_clicks": _optional("integer", "Number of clicks (default 1)", minimum=1),
-                "dx": _optional("integer", "Horizontal wheel notches, positive scrolls right",
-                                minimum=-MAX_SCROLL_NOTCHES, maximum=MAX_SCROLL_NOTCHES),
-                "dy": _optional("integer", "Vertical wheel notches, positive scrolls down",
-                                minimum=-MAX_SCROLL_NOTCHES, maximum=MAX_SCROLL_NOTCHES),
-                "text": _optional("string", "Text to type key by key (newlines press Enter)",
-                                  maxLength=MAX_TEXT_CHARS),
-                "use_clipboard": _optional("boolean", "Characters without a key on a US keyboard (é, 中, "
-                                           "emoji) are pasted (default true) instead of sent as key events"),
-                "key": _optional("string", "Key name: a character, Enter, Tab, Escape, Backspace, Delete, "
-                                 "ArrowUp, PageDown, Home, F5, ctrl, shift, alt, meta ... (PRESS also takes "
-                                 "combinations such as ctrl+c)"),
-                "keys": _optional("array", 'Keys pressed together, in order, e.g. ["ctrl", "shift", "t"]',
-                                  items={"type": "string"}, minItems=1),
-                "duration": _optional("number", f"Seconds to wait (at most {MAX_WAIT_SECONDS:g})",
-                                      minimum=0, maximum=MAX_WAIT_SECONDS),
+                "dx": _optional(
+                    "integer",
+                    "Horizontal wheel notches, positive scrolls right",
+                    minimum=-MAX_SCROLL_NOTCHES,
+                    maximum=MAX_SCROLL_NOTCHES,
+                ),
+                "dy": _optional(
+                    "integer",
+                    "Vertical wheel notches, positive scrolls down",
+                    minimum=-MAX_SCROLL_NOTCHES,
+                    maximum=MAX_SCROLL_NOTCHES,
+                ),
+                "text": _optional("string", "Text to type key by key (newlines press Enter)", maxLength=MAX_TEXT_CHARS),
+                "use_clipboard": _optional(
+                    "boolean",
+                    "Characters without a key on a US keyboard (é, 中, "
+                    "emoji) are pasted (default true) instead of sent as key events",
+                ),
+                "key": _optional(
+                    "string",
+                    "Key name: a character, Enter, Tab, Escape, Backspace, Delete, "
+                    "ArrowUp, PageDown, Home, F5, ctrl, shift, alt, meta ... (PRESS also takes "
+                    "combinations such as ctrl+c)",
+                ),
+                "keys": _optional(
+                    "array",
+                    'Keys pressed together, in order, e.g. ["ctrl", "shift", "t"]',
+                    items={"type": "string"},
+                    minItems=1,
+                ),
+                "duration": _optional(
+                    "number", f"Seconds to wait (at most {MAX_WAIT_SECONDS:g})", minimum=0, maximum=MAX_WAIT_SECONDS
+                ),
             },
             "required": ["action_type"],
             "additionalProperties": False,
@@ -107,8 +130,10 @@ def tools(planes: Planes) -> list[ToolSpec]:
             raise _no_worker(exc) from exc
         except BrowserError as exc:
             raise ToolError(f"Screenshot failed: {exc}") from exc
-        caption = (f"Browser display {shot.width}x{shot.height} pixels (PNG); browser_gui_execute_action "
-                   "coordinates are pixels of this image.")
+        caption = (
+            f"Browser display {shot.width}x{shot.height} pixels (PNG); browser_gui_execute_action "
+            "coordinates are pixels of this image."
+        )
         return image_result(shot.data_base64, shot.mime_type, caption)
 
     async def execute_action(args: dict[str, Any]) -> types.CallToolResult:

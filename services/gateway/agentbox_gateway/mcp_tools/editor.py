@@ -40,13 +40,10 @@ INPUT_SCHEMA: dict[str, Any] = {
     "properties": {
         "command": _described(
             "string",
-            "The commands to run. Allowed options are: `view`, `create`, `str_replace`, `insert`, "
-            "`undo_edit`.",
+            "The commands to run. Allowed options are: `view`, `create`, `str_replace`, `insert`, `undo_edit`.",
             enum=list(COMMANDS),
         ),
-        "path": _described(
-            "string", "Absolute path to file or directory, e.g. `/workspace/file.py` or `/workspace`."
-        ),
+        "path": _described("string", "Absolute path to file or directory, e.g. `/workspace/file.py` or `/workspace`."),
         "file_text": _described(
             "string",
             "Required parameter of `create` command, with the content of the file to be created.",

@@ -57,36 +57,22 @@ INPUT_SCHEMA: dict[str, Any] = {
         "content": _optional("string", "write: the data; replace: the text to replace; search: a regex"),
         "target": _optional("string", "replace: the replacement text"),
         "pattern": _optional("string", "find: a file-name glob; grep: a regex or literal; glob: a path glob"),
-        "encoding": _optional(
-            "string", "read/write: utf-8 (default), base64 or raw", enum=list(ENCODINGS)
-        ),
+        "encoding": _optional("string", "read/write: utf-8 (default), base64 or raw", enum=list(ENCODINGS)),
         "start_line": _optional("integer", "read: first line, 0-based", minimum=0),
         "end_line": _optional("integer", "read: end line, 0-based, exclusive", minimum=0),
         "append": _optional("boolean", "write: append instead of replacing the file (default false)"),
-        "recursive": _optional(
-            "boolean", "list: descend into sub-directories (default false); grep: (default true)"
-        ),
+        "recursive": _optional("boolean", "list: descend into sub-directories (default false); grep: (default true)"),
         "show_hidden": _optional("boolean", "list, glob: include dot-files (default false)"),
         "sudo": _optional("boolean", "Accepted for AIO compatibility; the gateway's own permissions apply"),
         "file_types": _string_list('list: only files with these extensions, e.g. [".py", ".md"]'),
         "include": _string_list('grep, glob: only files matching these globs, e.g. ["*.py"]'),
-        "exclude": _string_list(
-            'grep, glob: skip files and directories matching these globs, e.g. ["node_modules"]'
-        ),
+        "exclude": _string_list('grep, glob: skip files and directories matching these globs, e.g. ["node_modules"]'),
         "case_insensitive": _optional("boolean", "grep: ignore case (default false)"),
         "fixed_strings": _optional("boolean", "grep: treat pattern as a literal string (default false)"),
-        "context_before": _optional(
-            "integer", "grep: lines of context before each match (default 0)", minimum=0
-        ),
-        "context_after": _optional(
-            "integer", "grep: lines of context after each match (default 0)", minimum=0
-        ),
-        "max_results": _optional(
-            "integer", "grep: at most 500 (default); glob: at most 5000 (default)", minimum=1
-        ),
-        "include_metadata": _optional(
-            "boolean", "glob: include size, modified time, is_directory (default true)"
-        ),
+        "context_before": _optional("integer", "grep: lines of context before each match (default 0)", minimum=0),
+        "context_after": _optional("integer", "grep: lines of context after each match (default 0)", minimum=0),
+        "max_results": _optional("integer", "grep: at most 500 (default); glob: at most 5000 (default)", minimum=1),
+        "include_metadata": _optional("boolean", "glob: include size, modified time, is_directory (default true)"),
         "files_only": _optional("boolean", "glob: files only, no directories (default true)"),
     },
     "required": ["action", "path"],

@@ -37,7 +37,7 @@ INPUT_SCHEMA: dict[str, Any] = {
         "timeout": {
             "type": "integer",
             "description": f"Seconds before the command and its child processes are killed "
-                           f"(default {DEFAULT_TOOL_TIMEOUT}).",
+            f"(default {DEFAULT_TOOL_TIMEOUT}).",
         },
         "session_id": {
             "type": "string",
@@ -64,12 +64,14 @@ def tools(planes: Planes) -> list[ToolSpec]:
             )
         except ShellError as exc:
             raise ToolError(str(exc)) from exc
-        return json_result({
-            "cwd": record.cwd,
-            "exit_code": record.exit_code,
-            "output": record.output.text(OUTPUT_LIMIT),
-            "session_id": record.session_id,
-            "status": record.status,
-        })
+        return json_result(
+            {
+                "cwd": record.cwd,
+                "exit_code": record.exit_code,
+                "output": record.output.text(OUTPUT_LIMIT),
+                "session_id": record.session_id,
+                "status": record.status,
+            }
+        )
 
     return [ToolSpec("sandbox_execute_bash", DESCRIPTION, INPUT_SCHEMA, execute_bash)]

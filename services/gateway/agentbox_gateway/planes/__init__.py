@@ -57,7 +57,17 @@ class Planes:
     async def aclose(self) -> None:
         """Stop shells, interpreters and clients; each plane's ``aclose`` is idempotent."""
         for plane in (
-            self.shell, self.code, self.files, self.editor, self.context, self.browser, self.page, self.preview,
-            self.convert, self.watch, self.hooks, self.proxy,
+            self.shell,
+            self.code,
+            self.files,
+            self.editor,
+            self.context,
+            self.browser,
+            self.page,
+            self.preview,
+            self.convert,
+            self.watch,
+            self.hooks,
+            self.proxy,
         ):
             await plane.aclose()

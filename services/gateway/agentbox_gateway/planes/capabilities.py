@@ -58,9 +58,7 @@ async def _probe(browser_status: BrowserStatus) -> dict[str, Any]:
     path = sandbox_environment().get("PATH")
 
     def locate() -> dict[str, str | None]:
-        found: dict[str, str | None] = {
-            name: shutil.which(name, path=path) for name in ("bash", "python3", "node")
-        }
+        found: dict[str, str | None] = {name: shutil.which(name, path=path) for name in ("bash", "python3", "node")}
         found["pty"] = "/dev/ptmx" if os.path.exists("/dev/ptmx") else None
         return found
 

@@ -247,9 +247,7 @@ def _workspace() -> str | None:
 def _available_utils(path: str | None) -> list[dict[str, Any]]:
     categories = []
     for category, tools in UTILS:
-        present = [
-            {"name": name, "description": text} for name, text in tools if shutil.which(name, path=path)
-        ]
+        present = [{"name": name, "description": text} for name, text in tools if shutil.which(name, path=path)]
         if present:
             categories.append({"category": category, "tools": present})
     return categories
@@ -369,10 +367,7 @@ class ContextPlane:
         dependencies = tree.get("dependencies") or {}
         return PackageListing(
             "nodejs",
-            [
-                {"name": name, "version": str(info.get("version", ""))}
-                for name, info in sorted(dependencies.items())
-            ],
+            [{"name": name, "version": str(info.get("version", ""))} for name, info in sorted(dependencies.items())],
         )
 
     # --- skills

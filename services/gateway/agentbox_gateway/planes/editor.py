@@ -182,13 +182,9 @@ class EditorPlane:
         if kind is None and command != "create":
             raise EditorError(f"The path {path} does not exist. Please provide a valid path.")
         if kind is not None and command == "create":
-            raise EditorError(
-                f"File already exists at: {path}. Cannot overwrite files using command `create`."
-            )
+            raise EditorError(f"File already exists at: {path}. Cannot overwrite files using command `create`.")
         if kind == "directory" and command != "view":
-            raise EditorError(
-                f"The path {path} is a directory and only the `view` command can be used on directories"
-            )
+            raise EditorError(f"The path {path} is a directory and only the `view` command can be used on directories")
         return kind
 
     def _remember(self, path: str, previous: str | None) -> None:
@@ -201,13 +197,10 @@ class EditorPlane:
     async def _view(self, path: str, kind: str | None, view_range: Sequence[int] | None) -> str:
         if kind == "directory":
             if view_range:
-                raise EditorError(
-                    "The `view_range` parameter is not allowed when `path` points to a directory."
-                )
+                raise EditorError("The `view_range` parameter is not allowed when `path` points to a directory.")
             listing = await anyio.to_thread.run_sync(_directory_listing, path)
             return (
-                f"Here's the files and directories up to 2 levels deep in {path}, excluding hidden items:\n"
-                f"{listing}\n"
+                f"Here's the files and directories up to 2 levels deep in {path}, excluding hidden items:\n{listing}\n"
             )
         lines = _lines(await self.files.read_text(path))
         init_line = 1
@@ -251,16 +244,12 @@ class EditorPlane:
         if old_str == "":
             raise EditorError("Parameter `old_str` must not be empty; use `insert` to add text.")
         if replace_mode is not None and replace_mode not in REPLACE_MODES:
-            raise EditorError(
-                f"Invalid `replace_mode`: {replace_mode}. Use one of {', '.join(REPLACE_MODES)}."
-            )
+            raise EditorError(f"Invalid `replace_mode`: {replace_mode}. Use one of {', '.join(REPLACE_MODES)}.")
         new_str = new_str or ""
         content = await self.files.read_text(path)
         starts = _occurrences(content, old_str)
         if not starts:
-            raise EditorError(
-                f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {path}."
-            )
+            raise EditorError(f"No replacement was performed, old_str `{old_str}` did not appear verbatim in {path}.")
         if len(starts) > 1 and replace_mode is None:
             lines = [content.count("\n", 0, start) + 1 for start in starts]
             raise EditorError(

@@ -177,9 +177,7 @@ def guarded(operation: str, path: str, fn: Callable[[], T]) -> T:
         raise FileOperationError.from_os_error(exc, operation, path) from None
 
 
-def compile_pattern(
-    pattern: str, operation: str, path: str, flags: int = 0, literal: bool = False
-) -> re.Pattern[str]:
+def compile_pattern(pattern: str, operation: str, path: str, flags: int = 0, literal: bool = False) -> re.Pattern[str]:
     try:
         return re.compile(re.escape(pattern) if literal else pattern, flags)
     except re.error as exc:

@@ -195,9 +195,7 @@ def _parse_size(value: str | None, operation: str, path: str) -> int:
         return GREP_MAX_FILE_SIZE
     found = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)[bB]?\s*", value)
     if not found:
-        raise FileOperationError.invalid(
-            operation, path, f"invalid max_file_size {value!r} (use e.g. 500K, 1M)"
-        )
+        raise FileOperationError.invalid(operation, path, f"invalid max_file_size {value!r} (use e.g. 500K, 1M)")
     scale = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[found.group(2).lower()]
     return min(int(found.group(1)) * scale, GREP_MAX_FILE_SIZE)
 
@@ -319,9 +317,7 @@ def grep_files(
     includes = list(include or ())
     if file_type:
         if file_type not in RG_TYPES:
-            raise FileOperationError.invalid(
-                "grep", path, f"unknown type {file_type!r} ({', '.join(RG_TYPES)})"
-            )
+            raise FileOperationError.invalid("grep", path, f"unknown type {file_type!r} ({', '.join(RG_TYPES)})")
         includes.extend(RG_TYPES[file_type])
     excludes = list(exclude or ())
     before, after = max(0, context_before), max(0, context_after)
@@ -394,9 +390,7 @@ def _grep_text(file_path: str, size_limit: int) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def _grep_file(
-    regex: re.Pattern[str], text: str, multiline: bool, before: int, after: int
-) -> Iterator[dict[str, Any]]:
+def _grep_file(regex: re.Pattern[str], text: str, multiline: bool, before: int, after: int) -> Iterator[dict[str, Any]]:
     lines = [line.rstrip("\n").rstrip("\r") for line in split_lines(text)]
 
     def context(first: int, last: int) -> dict[str, Any]:

@@ -58,15 +58,24 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         cdp_url = with_ticket(info["cdp_url"], request.scope)
         return ok({**info, "cdp_url": cdp_url, "vnc_url": signed_vnc_url(info["vnc_url"], request.scope) or ""})
 
-    @api.get("/screenshot", response_class=Response,
-             responses={200: {"content": {"image/png": {}}, "description": "PNG of the browser's display"}})
+    @api.get(
+        "/screenshot",
+        response_class=Response,
+        responses={200: {"content": {"image/png": {}}, "description": "PNG of the browser's display"}},
+    )
     async def browser_screenshot() -> Response:
         shot = await _guarded(plane.screenshot(), "screenshot")
         size = {"width": str(shot.width), "height": str(shot.height)}
-        return Response(shot.png, media_type=shot.mime_type, headers={
-            "X-Screenshot-Width": size["width"], "X-Screenshot-Height": size["height"],
-            "X-Display-Width": size["width"], "X-Display-Height": size["height"],
-        })
+        return Response(
+            shot.png,
+            media_type=shot.mime_type,
+            headers={
+                "X-Screenshot-Width": size["width"],
+                "X-Screenshot-Height": size["height"],
+                "X-Display-Width": size["width"],
+                "X-Display-Height": size["height"],
+            },
+        )
 
     @api.post("/actions")
     async def browser_action(action: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
@@ -82,7 +91,8 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
             viewport = await _guarded(plane.viewport(), "browser config")
         else:
             viewport = await _guarded(
-                plane.set_viewport(config.resolution.width, config.resolution.height), "browser config")
+                plane.set_viewport(config.resolution.width, config.resolution.height), "browser config"
+            )
         return ok({"viewport": viewport})
 
     return api

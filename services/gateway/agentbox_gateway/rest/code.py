@@ -158,8 +158,14 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.post("/v1/code/execute")
     async def execute_code(body: CodeExecuteRequest) -> dict[str, Any]:
         with _plane_errors():
-            execution = await plane.execute(body.language, body.code, timeout=body.timeout, cwd=body.cwd,
-                                            session_id=body.session_id, stateful=bool(body.stateful))
+            execution = await plane.execute(
+                body.language,
+                body.code,
+                timeout=body.timeout,
+                cwd=body.cwd,
+                session_id=body.session_id,
+                stateful=bool(body.stateful),
+            )
         return _envelope(execution, _code_data(execution))
 
     @api.get("/v1/code/info")
@@ -170,16 +176,21 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
                 runtime = await plane.runtime(language)
             except RuntimeUnavailable:
                 continue
-            languages.append({
-                "language": language,
-                "description": _DESCRIPTIONS[language],
-                "runtime_version": runtime.version,
-                "default_timeout": DEFAULT_TIMEOUT,
-                "max_timeout": MAX_TIMEOUT,
-                "details": {"executable": runtime.executable, "stateful": True,
-                            "max_sessions": plane.max_sessions,
-                            "session_idle_timeout_seconds": int(SESSION_IDLE[language])},
-            })
+            languages.append(
+                {
+                    "language": language,
+                    "description": _DESCRIPTIONS[language],
+                    "runtime_version": runtime.version,
+                    "default_timeout": DEFAULT_TIMEOUT,
+                    "max_timeout": MAX_TIMEOUT,
+                    "details": {
+                        "executable": runtime.executable,
+                        "stateful": True,
+                        "max_sessions": plane.max_sessions,
+                        "session_idle_timeout_seconds": int(SESSION_IDLE[language]),
+                    },
+                }
+            )
         return ok({"languages": languages})
 
     # -- /v1/jupyter -----------------------------------------------------------------------------
@@ -189,8 +200,9 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         with _plane_errors():
             kernel_name = await kernel(body.kernel_name)
             # Stateful as a Jupyter kernel is: without a session_id a session is made, and its id answered.
-            execution = await plane.execute("python", body.code, timeout=body.timeout, cwd=body.cwd,
-                                            session_id=body.session_id, stateful=True)
+            execution = await plane.execute(
+                "python", body.code, timeout=body.timeout, cwd=body.cwd, session_id=body.session_id, stateful=True
+            )
         data = {
             "kernel_name": kernel_name,
             "session_id": execution.session_id,
@@ -207,16 +219,18 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
             runtime = await plane.runtime("python")
             kernels = await python_kernels()
             sessions = await plane.list_sessions("python")
-        return ok({
-            "default_kernel": "python3",
-            "available_kernels": kernels,
-            "active_sessions": len(sessions),
-            "session_timeout_seconds": int(SESSION_IDLE["python"]),
-            "max_sessions": plane.max_sessions,
-            "description": "Python execution with Jupyter-style outputs and persistent sessions",
-            "kernel_detection": f"python3 on PATH: {runtime.executable} (Python {runtime.version}); "
-                                "served by agentbox's own interpreter workers, no ipykernel needed",
-        })
+        return ok(
+            {
+                "default_kernel": "python3",
+                "available_kernels": kernels,
+                "active_sessions": len(sessions),
+                "session_timeout_seconds": int(SESSION_IDLE["python"]),
+                "max_sessions": plane.max_sessions,
+                "description": "Python execution with Jupyter-style outputs and persistent sessions",
+                "kernel_detection": f"python3 on PATH: {runtime.executable} (Python {runtime.version}); "
+                "served by agentbox's own interpreter workers, no ipykernel needed",
+            }
+        )
 
     @api.post("/v1/jupyter/sessions/create")
     async def jupyter_create_session(body: JupyterCreateSessionRequest) -> dict[str, Any]:
@@ -229,10 +243,14 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.get("/v1/jupyter/sessions")
     async def jupyter_sessions() -> dict[str, Any]:
         sessions = await plane.list_sessions("python")
-        return ok({"sessions": {
-            s.session_id: {"kernel_name": "python3", "last_used": s.last_used, "age_seconds": s.age_seconds}
-            for s in sessions
-        }})
+        return ok(
+            {
+                "sessions": {
+                    s.session_id: {"kernel_name": "python3", "last_used": s.last_used, "age_seconds": s.age_seconds}
+                    for s in sessions
+                }
+            }
+        )
 
     @api.delete("/v1/jupyter/sessions/{session_id}")
     async def jupyter_delete_session(session_id: str) -> dict[str, Any]:
@@ -255,8 +273,14 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
                 if body.version.removeprefix("node") != major:
                     raise InvalidRequest(f"Node.js {body.version} is not installed; available: node{major}")
             execution = await plane.execute(
-                "javascript", body.code, timeout=body.timeout, cwd=body.cwd, session_id=body.session_id,
-                stateful=bool(body.stateful), stdin=body.stdin, files=body.files,
+                "javascript",
+                body.code,
+                timeout=body.timeout,
+                cwd=body.cwd,
+                session_id=body.session_id,
+                stateful=bool(body.stateful),
+                stdin=body.stdin,
+                files=body.files,
             )
         data = {
             "language": "javascript",
@@ -276,15 +300,17 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         with _plane_errors():
             runtime = await plane.runtime("javascript")
         major = runtime.version.split(".")[0]
-        return ok({
-            "node_version": f"v{runtime.version}",
-            "npm_version": await plane.npm_version() or "",
-            "supported_languages": ["javascript"],
-            "description": "Node.js execution: stateless calls or persistent REPL sessions",
-            "runtime_directory": os.path.dirname(runtime.executable),
-            "available_versions": [f"node{major}"],
-            "current_version": f"node{major}",
-        })
+        return ok(
+            {
+                "node_version": f"v{runtime.version}",
+                "npm_version": await plane.npm_version() or "",
+                "supported_languages": ["javascript"],
+                "description": "Node.js execution: stateless calls or persistent REPL sessions",
+                "runtime_directory": os.path.dirname(runtime.executable),
+                "available_versions": [f"node{major}"],
+                "current_version": f"node{major}",
+            }
+        )
 
     @api.get("/v1/nodejs/sessions")
     async def nodejs_sessions() -> dict[str, Any]:
@@ -294,11 +320,14 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.post("/v1/nodejs/sessions")
     async def nodejs_create_session(body: NodeJsCreateSessionRequest) -> dict[str, Any]:
         with _plane_errors():
-            info, created = await plane.create_session("javascript", body.session_id, cwd=body.cwd,
-                                                       max_idle=body.max_idle_time)
+            info, created = await plane.create_session(
+                "javascript", body.session_id, cwd=body.cwd, max_idle=body.max_idle_time
+            )
         message = "Session created" if created else "Session already exists"
-        return ok({"session_id": info.session_id, "created": created, "message": message,
-                   "session": _node_session(info)}, message)
+        return ok(
+            {"session_id": info.session_id, "created": created, "message": message, "session": _node_session(info)},
+            message,
+        )
 
     @api.get("/v1/nodejs/sessions/{session_id}")
     async def nodejs_session(session_id: str) -> dict[str, Any]:

@@ -167,8 +167,11 @@ def _shell_status(record: CommandRecord, outcome: str = "done") -> str:
 
 
 def _console(plane: ShellPlane, record: CommandRecord) -> dict[str, Any]:
-    return {"ps1": f"{plane.prompt_prefix}:{record.cwd_before}$", "command": record.command,
-            "output": record.output.text(OUTPUT_LIMIT)}
+    return {
+        "ps1": f"{plane.prompt_prefix}:{record.cwd_before}$",
+        "command": record.command,
+        "output": record.output.text(OUTPUT_LIMIT),
+    }
 
 
 def _shell_session_info(session: ShellSession) -> dict[str, Any]:
@@ -198,8 +201,12 @@ def _bash_session_info(session: ShellSession) -> dict[str, Any]:
 
 def _bash_command(record: CommandRecord) -> dict[str, Any]:
     status = record.status if record.done else "running"
-    return {"command_id": record.command_id, "command": record.command,
-            "status": _BASH_STATUS.get(status, status), "exit_code": record.exit_code}
+    return {
+        "command_id": record.command_id,
+        "command": record.command,
+        "status": _BASH_STATUS.get(status, status),
+        "exit_code": record.exit_code,
+    }
 
 
 def _bash_exec_result(record: CommandRecord, limit: int | None) -> dict[str, Any]:
@@ -232,19 +239,25 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
                     resolve_dir(session.cwd, cwd)
                 except InvalidRequest:
                     cwd = None  # not strict: stay in the session's directory, as AIO does
-            record = await session.start(body.command, cwd=cwd, interactive=True,
-                                         hard_timeout=body.hard_timeout,
-                                         preserve_symlinks=body.preserve_symlinks)
+            record = await session.start(
+                body.command,
+                cwd=cwd,
+                interactive=True,
+                hard_timeout=body.hard_timeout,
+                preserve_symlinks=body.preserve_symlinks,
+            )
         limit = None if body.truncate is False else OUTPUT_LIMIT
 
         def answer(outcome: str) -> dict[str, Any]:
-            return ok({
-                "session_id": record.session_id,
-                "command": record.command,
-                "status": _shell_status(record, outcome),
-                "output": record.output.text(limit),
-                "exit_code": record.exit_code,
-            })
+            return ok(
+                {
+                    "session_id": record.session_id,
+                    "command": record.command,
+                    "status": _shell_status(record, outcome),
+                    "output": record.output.text(limit),
+                    "exit_code": record.exit_code,
+                }
+            )
 
         if not body.async_mode and wants_events(request.headers.get("accept", "")):
             return exec_stream(record, body.timeout, answer)
@@ -258,14 +271,16 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         with _errors():
             session = await shell.session(body.id)
         last = session.last
-        return ok({
-            "session_id": session.session_id,
-            "output": last.output.text(OUTPUT_LIMIT) if last else "",
-            "status": _shell_status(last) if last else "completed",
-            "command": last.command if last else None,
-            "exit_code": last.exit_code if last else None,
-            "console": [_console(shell, record) for record in session.history],
-        })
+        return ok(
+            {
+                "session_id": session.session_id,
+                "output": last.output.text(OUTPUT_LIMIT) if last else "",
+                "status": _shell_status(last) if last else "completed",
+                "command": last.command if last else None,
+                "exit_code": last.exit_code if last else None,
+                "console": [_console(shell, record) for record in session.history],
+            }
+        )
 
     @api.post("/v1/shell/wait")
     async def shell_wait(body: ShellWaitRequest) -> dict[str, Any]:
@@ -292,15 +307,17 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
             record = await session.send_signal(signal.SIGKILL)
         if record is None:
             return ok({"status": "completed", "exit_code": None, "returncode": None})
-        return ok({"status": _shell_status(record), "exit_code": record.exit_code,
-                   "returncode": record.exit_code})
+        return ok({"status": _shell_status(record), "exit_code": record.exit_code, "returncode": record.exit_code})
 
     @api.post("/v1/shell/sessions/create")
     async def shell_create_session(body: ShellCreateSessionRequest) -> dict[str, Any]:
         with _errors():
-            session = await shell.create_session(body.id, cwd=body.exec_dir,
-                                                 preserve_symlinks=bool(body.preserve_symlinks),
-                                                 no_change_timeout=body.no_change_timeout)
+            session = await shell.create_session(
+                body.id,
+                cwd=body.exec_dir,
+                preserve_symlinks=bool(body.preserve_symlinks),
+                no_change_timeout=body.no_change_timeout,
+            )
         return ok({"session_id": session.session_id, "working_dir": session.cwd})
 
     @api.post("/v1/shell/sessions/update")
@@ -309,8 +326,13 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
             session = await shell.session(body.id)
         if body.no_change_timeout is not None:
             session.no_change_timeout = body.no_change_timeout
-        return ok({"session_id": session.session_id, "no_change_timeout": session.no_change_timeout,
-                   **_shell_session_info(session)})
+        return ok(
+            {
+                "session_id": session.session_id,
+                "no_change_timeout": session.no_change_timeout,
+                **_shell_session_info(session),
+            }
+        )
 
     @api.get("/v1/shell/sessions")
     async def shell_list_sessions() -> dict[str, Any]:
@@ -322,8 +344,11 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.get("/v1/shell/terminal-url")
     async def shell_terminal_url() -> dict[str, Any]:
-        raise RestError(404, "this sandbox has no web terminal",
-                        hint="run commands with POST /v1/shell/exec or the sandbox_execute_bash MCP tool")
+        raise RestError(
+            404,
+            "this sandbox has no web terminal",
+            hint="run commands with POST /v1/shell/exec or the sandbox_execute_bash MCP tool",
+        )
 
     @api.delete("/v1/shell/sessions")
     async def shell_cleanup_all() -> dict[str, Any]:
@@ -345,9 +370,14 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
                 session = await shell.session(body.session_id)
             else:
                 session = await shell.create_session(auto=True)
-            record = await session.start(body.command, cwd=body.exec_dir, env=env, merged=False,
-                                         interactive=bool(body.async_mode) or body.timeout is not None,
-                                         hard_timeout=body.hard_timeout)
+            record = await session.start(
+                body.command,
+                cwd=body.exec_dir,
+                env=env,
+                merged=False,
+                interactive=bool(body.async_mode) or body.timeout is not None,
+                hard_timeout=body.hard_timeout,
+            )
             if body.async_mode:
                 return ok(_bash_exec_result(record, None))
             await record.wait(body.timeout)
@@ -361,27 +391,36 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
             record = session.record(body.command_id)
         offset, stderr_offset = body.offset or 0, body.stderr_offset or 0
         if record is None:
-            return ok({"session_id": session.session_id, "stdout": "", "stderr": "",
-                       "offset": 0, "stderr_offset": 0, "command": None})
+            return ok(
+                {
+                    "session_id": session.session_id,
+                    "stdout": "",
+                    "stderr": "",
+                    "offset": 0,
+                    "stderr_offset": 0,
+                    "command": None,
+                }
+            )
         if body.wait:
             wait = DEFAULT_WAIT if body.wait_timeout is None else min(body.wait_timeout, MAX_WAIT)
             await record.wait_for_output(offset, stderr_offset, wait)
-        return ok({
-            "session_id": session.session_id,
-            "stdout": record.stdout.read(offset),
-            "stderr": record.stderr.read(stderr_offset),
-            "offset": record.stdout.total,
-            "stderr_offset": record.stderr.total,
-            "command": _bash_command(record),
-        })
+        return ok(
+            {
+                "session_id": session.session_id,
+                "stdout": record.stdout.read(offset),
+                "stderr": record.stderr.read(stderr_offset),
+                "offset": record.stdout.total,
+                "stderr_offset": record.stderr.total,
+                "command": _bash_command(record),
+            }
+        )
 
     @api.post("/v1/bash/write")
     async def bash_write(body: BashWriteRequest) -> dict[str, Any]:
         with _errors():
             session = await shell.session(body.session_id)
             record = await session.write(body.input, body.command_id)
-        return ok({"session_id": record.session_id, "command_id": record.command_id,
-                   "written": len(body.input)})
+        return ok({"session_id": record.session_id, "command_id": record.command_id, "written": len(body.input)})
 
     @api.post("/v1/bash/kill")
     async def bash_kill(body: BashKillRequest) -> dict[str, Any]:
@@ -389,8 +428,9 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         with _errors():
             session = await shell.session(body.session_id)
             record = await session.send_signal(_SIGNALS[name])
-        return ok({"session_id": session.session_id, "signal": name,
-                   "command": _bash_command(record) if record else None})
+        return ok(
+            {"session_id": session.session_id, "signal": name, "command": _bash_command(record) if record else None}
+        )
 
     @api.get("/v1/bash/sessions")
     async def bash_sessions() -> dict[str, Any]:
@@ -406,8 +446,9 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
                 await record.wait()
                 if record.exit_code:
                     await shell.close_session(session.session_id)
-                    raise InvalidRequest(f"sourcing {snapshot} failed (exit {record.exit_code}): "
-                                         f"{record.stderr.text(2000).strip()}")
+                    raise InvalidRequest(
+                        f"sourcing {snapshot} failed (exit {record.exit_code}): {record.stderr.text(2000).strip()}"
+                    )
         return ok(_bash_session_info(session))
 
     @api.post("/v1/bash/sessions/{session_id}/close")

@@ -51,7 +51,7 @@ class UpstreamConfig:
         """The upstream's own name for ``published``, judged by the name alone."""
         if not published.startswith(self.name_prefix) or len(published) == len(self.name_prefix):
             return None
-        return published[len(self.name_prefix):] if self.prefix is not None else published
+        return published[len(self.name_prefix) :] if self.prefix is not None else published
 
 
 def _check_url(value: Any) -> str:

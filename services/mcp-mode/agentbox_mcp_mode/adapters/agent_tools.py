@@ -185,9 +185,7 @@ class AgentTools:
             text = path.read_text(encoding="utf-8", errors="surrogateescape")
             count = text.count(old)
             if count != 1:
-                raise ToolFailure(
-                    f"old_str occurs {count} times in {arguments['path']}; it must occur exactly once"
-                )
+                raise ToolFailure(f"old_str occurs {count} times in {arguments['path']}; it must occur exactly once")
             path.write_text(text.replace(old, new, 1), encoding="utf-8", errors="surrogateescape")
             return f"edited {arguments['path']}"
 

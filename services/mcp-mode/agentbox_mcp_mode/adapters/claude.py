@@ -34,9 +34,7 @@ class ClaudeParser(OutputParser):
             return [
                 AgentEvent("delta", text=block["text"])
                 for block in blocks or []
-                if isinstance(block, dict)
-                and block.get("type") == "text"
-                and isinstance(block.get("text"), str)
+                if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
             ]
         if kind == "result":
             events = self.session(event.get("session_id"))
@@ -48,9 +46,7 @@ class ClaudeParser(OutputParser):
             elif isinstance(event.get("result"), str):
                 self.final_text = event["result"]
             if event.get("is_error"):
-                self.error = (
-                    f"claude reported {event.get('subtype') or 'an error'}: {self.final_text}".strip()
-                )
+                self.error = f"claude reported {event.get('subtype') or 'an error'}: {self.final_text}".strip()
             return events
         return []
 
@@ -62,9 +58,7 @@ class ClaudeAdapter(CliAdapter):
     def validate(self, request: AgentRequest) -> None:
         if request.thinking and request.thinking not in EFFORT_LEVELS:
             levels = ", ".join(EFFORT_LEVELS)
-            raise AgentRequestError(
-                f"thinking {request.thinking!r} is not supported by claude; use one of {levels}"
-            )
+            raise AgentRequestError(f"thinking {request.thinking!r} is not supported by claude; use one of {levels}")
 
     def build_argv(self, request: AgentRequest, scratch: Path) -> list[str]:
         argv = [

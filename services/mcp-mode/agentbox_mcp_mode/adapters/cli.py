@@ -110,15 +110,11 @@ class CliAdapter(Adapter):
                     "stop",
                     reason="error",
                     exit_code=MISSING_BINARY_EXIT_CODE,
-                    stderr=f"workspace not found: {request.cwd}"
-                    if missing_cwd
-                    else f"binary not found: {argv[0]}",
+                    stderr=f"workspace not found: {request.cwd}" if missing_cwd else f"binary not found: {argv[0]}",
                 )
                 return
             except PermissionError:
-                yield AgentEvent(
-                    "stop", reason="error", exit_code=126, stderr=f"binary not executable: {argv[0]}"
-                )
+                yield AgentEvent("stop", reason="error", exit_code=126, stderr=f"binary not executable: {argv[0]}")
                 return
             assert process.stdin and process.stdout and process.stderr
             stdin_task = asyncio.create_task(_feed_stdin(process.stdin, request.prompt))

@@ -39,11 +39,7 @@ class CodexParser(OutputParser):
             return self.session(event.get("thread_id"))
         if kind == "item.completed":
             item = event.get("item") or {}
-            if (
-                isinstance(item, dict)
-                and item.get("type") == "agent_message"
-                and isinstance(item.get("text"), str)
-            ):
+            if isinstance(item, dict) and item.get("type") == "agent_message" and isinstance(item.get("text"), str):
                 self.final_text = item["text"]
                 return [AgentEvent("delta", text=item["text"])]
             return []
@@ -64,9 +60,7 @@ class CodexAdapter(CliAdapter):
     def validate(self, request: AgentRequest) -> None:
         if request.thinking and request.thinking not in REASONING_EFFORTS:
             levels = ", ".join(REASONING_EFFORTS)
-            raise AgentRequestError(
-                f"thinking {request.thinking!r} is not supported by codex; use one of {levels}"
-            )
+            raise AgentRequestError(f"thinking {request.thinking!r} is not supported by codex; use one of {levels}")
 
     def build_argv(self, request: AgentRequest, scratch: Path) -> list[str]:
         argv = [

@@ -80,11 +80,7 @@ class OpenAIAgentAdapter(Adapter):
         return self.sessions.new(request.cwd)
 
     async def _complete(self, client: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]:
-        headers = (
-            {"Authorization": f"Bearer {self.settings.openai_api_key}"}
-            if self.settings.openai_api_key
-            else {}
-        )
+        headers = {"Authorization": f"Bearer {self.settings.openai_api_key}"} if self.settings.openai_api_key else {}
         try:
             response = await client.post(self.url, json=body, headers=headers)
         except httpx.TransportError as exc:
@@ -97,9 +93,7 @@ class OpenAIAgentAdapter(Adapter):
             if not isinstance(message, dict):
                 raise TypeError("message is not an object")
         except (ValueError, LookupError, TypeError) as exc:
-            raise EndpointError(
-                f"{self.url} returned an unexpected body ({exc}): {response.text[:500]}"
-            ) from None
+            raise EndpointError(f"{self.url} returned an unexpected body ({exc}): {response.text[:500]}") from None
         usage = payload.get("usage")
         return {"message": message, "usage": usage if isinstance(usage, dict) else {}}
 
@@ -113,9 +107,7 @@ class OpenAIAgentAdapter(Adapter):
 
         session = await anyio.to_thread.run_sync(self._open_session, request)
         if session is None:
-            yield AgentEvent(
-                "stop", reason="error", exit_code=1, stderr=f"session not found: {request.resume}"
-            )
+            yield AgentEvent("stop", reason="error", exit_code=1, stderr=f"session not found: {request.resume}")
             return
         yield AgentEvent("session", session_id=session.id)
         cwd = Path(request.cwd)

@@ -13,7 +13,18 @@ from .errors import BrowserError, BrowserUnavailable, InvalidAction
 from .plane import RESOLUTIONS, BrowserPlane, Screenshot, gateway_base
 
 __all__ = [
-    "ACTION_TYPES", "BUTTONS", "MAX_SCROLL_NOTCHES", "MAX_TEXT_CHARS", "MAX_WAIT_SECONDS", "RESOLUTIONS",
-    "Action", "BrowserError", "BrowserPlane", "BrowserUnavailable", "InvalidAction", "Screenshot",
-    "gateway_base", "parse_action",
+    "ACTION_TYPES",
+    "BUTTONS",
+    "MAX_SCROLL_NOTCHES",
+    "MAX_TEXT_CHARS",
+    "MAX_WAIT_SECONDS",
+    "RESOLUTIONS",
+    "Action",
+    "BrowserError",
+    "BrowserPlane",
+    "BrowserUnavailable",
+    "InvalidAction",
+    "Screenshot",
+    "gateway_base",
+    "parse_action",
 ]

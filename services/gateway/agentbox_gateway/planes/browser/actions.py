@@ -12,8 +12,22 @@ from .errors import InvalidAction
 from .keys import KeyDef, resolve_combo, resolve_key
 
 ACTION_TYPES = (
-    "MOVE_TO", "MOVE_REL", "CLICK", "DOUBLE_CLICK", "RIGHT_CLICK", "MOUSE_DOWN", "MOUSE_UP",
-    "DRAG_TO", "DRAG_REL", "SCROLL", "TYPING", "PRESS", "KEY_DOWN", "KEY_UP", "HOTKEY", "WAIT",
+    "MOVE_TO",
+    "MOVE_REL",
+    "CLICK",
+    "DOUBLE_CLICK",
+    "RIGHT_CLICK",
+    "MOUSE_DOWN",
+    "MOUSE_UP",
+    "DRAG_TO",
+    "DRAG_REL",
+    "SCROLL",
+    "TYPING",
+    "PRESS",
+    "KEY_DOWN",
+    "KEY_UP",
+    "HOTKEY",
+    "WAIT",
 )
 BUTTONS = ("left", "right", "middle")
 MAX_WAIT_SECONDS = 10.0
@@ -24,10 +38,16 @@ MAX_TEXT_CHARS = 20_000
 
 #: Fields each action type cannot do without.
 _REQUIRED = {
-    "MOVE_TO": ("x", "y"), "DRAG_TO": ("x", "y"),
-    "MOVE_REL": ("x_offset", "y_offset"), "DRAG_REL": ("x_offset", "y_offset"),
-    "TYPING": ("text",), "PRESS": ("key",), "KEY_DOWN": ("key",), "KEY_UP": ("key",),
-    "HOTKEY": ("keys",), "WAIT": ("duration",),
+    "MOVE_TO": ("x", "y"),
+    "DRAG_TO": ("x", "y"),
+    "MOVE_REL": ("x_offset", "y_offset"),
+    "DRAG_REL": ("x_offset", "y_offset"),
+    "TYPING": ("text",),
+    "PRESS": ("key",),
+    "KEY_DOWN": ("key",),
+    "KEY_UP": ("key",),
+    "HOTKEY": ("keys",),
+    "WAIT": ("duration",),
 }
 
 

@@ -41,11 +41,11 @@ class CdpConnection:
         self._reader = asyncio.create_task(self._read(), name="cdp-reader")
 
     @classmethod
-    async def open(cls, ws_url: str, on_event: EventListener | None = None,
-                   within: float = 5.0) -> CdpConnection:
+    async def open(cls, ws_url: str, on_event: EventListener | None = None, within: float = 5.0) -> CdpConnection:
         try:
-            ws = await connect(ws_url, max_size=None, compression=None, ping_interval=None,
-                               open_timeout=within, proxy=None)
+            ws = await connect(
+                ws_url, max_size=None, compression=None, ping_interval=None, open_timeout=within, proxy=None
+            )
         except Exception as exc:  # refused, reset, timed out, handshake rejected: all mean "not there"
             raise BrowserUnavailable(f"cannot open {ws_url}: {type(exc).__name__}: {exc}") from exc
         return cls(ws, on_event)
@@ -54,8 +54,9 @@ class CdpConnection:
     def closed(self) -> bool:
         return self._reader.done()
 
-    async def call(self, method: str, params: dict[str, Any] | None = None, *,
-                   session_id: str | None = None, within: float = 30.0) -> dict[str, Any]:
+    async def call(
+        self, method: str, params: dict[str, Any] | None = None, *, session_id: str | None = None, within: float = 30.0
+    ) -> dict[str, Any]:
         """Send one command and wait for its result; protocol errors raise :class:`CdpError`."""
         if self.closed:
             raise BrowserUnavailable("the connection to Chromium was lost")
@@ -75,8 +76,9 @@ class CdpConnection:
         finally:
             self._pending.pop(message_id, None)
 
-    async def call_all(self, commands: list[tuple[str, dict[str, Any]]], *, session_id: str | None = None,
-                       within: float = 30.0) -> list[dict[str, Any]]:
+    async def call_all(
+        self, commands: list[tuple[str, dict[str, Any]]], *, session_id: str | None = None, within: float = 30.0
+    ) -> list[dict[str, Any]]:
         """Send commands back to back, in order, and then wait for all their answers: a sequence
         of input events without a round trip each (Chromium handles a session's commands in order)."""
         if self.closed:
@@ -97,8 +99,7 @@ class CdpConnection:
         except ConnectionClosed as exc:
             raise BrowserUnavailable("the connection to Chromium was lost") from exc
         except TimeoutError as exc:
-            raise BrowserError(f"{len(commands)} commands got no answer from Chromium within {within:g}s") \
-                from exc
+            raise BrowserError(f"{len(commands)} commands got no answer from Chromium within {within:g}s") from exc
         finally:
             for message_id, future in futures:
                 self._pending.pop(message_id, None)
@@ -112,8 +113,7 @@ class CdpConnection:
                 message_id = message.get("id")
                 if message_id is None:
                     if self._on_event is not None:
-                        self._on_event(message.get("method", ""), message.get("params", {}),
-                                       message.get("sessionId"))
+                        self._on_event(message.get("method", ""), message.get("params", {}), message.get("sessionId"))
                     continue
                 method, future = self._pending.get(message_id, ("", None))
                 if future is None or future.done():

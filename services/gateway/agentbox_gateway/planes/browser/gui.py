@@ -56,16 +56,19 @@ class InputDriver:
         return sum(MODIFIER_BITS[name] for name in self.state.modifiers)
 
     async def _mouse(self, kind: str, button: str = "none", clicks: int = 0, **extra: Any) -> None:
-        await self.send("Input.dispatchMouseEvent", {
-            "type": kind,
-            "x": self.state.x / self.scale,
-            "y": self.state.y / self.scale,
-            "button": button,
-            "buttons": sum(_BUTTON_BITS[b] for b in self.state.buttons),
-            "clickCount": clicks,
-            "modifiers": self._modifier_bits,
-            **extra,
-        })
+        await self.send(
+            "Input.dispatchMouseEvent",
+            {
+                "type": kind,
+                "x": self.state.x / self.scale,
+                "y": self.state.y / self.scale,
+                "button": button,
+                "buttons": sum(_BUTTON_BITS[b] for b in self.state.buttons),
+                "clickCount": clicks,
+                "modifiers": self._modifier_bits,
+                **extra,
+            },
+        )
 
     async def move(self, x: float, y: float, steps: int = 1) -> None:
         start_x, start_y = self.state.x, self.state.y
@@ -141,7 +144,7 @@ class InputDriver:
         if pending:
             events.append(("Input.insertText", {"text": "".join(pending)}))
         for start in range(0, len(events), TYPING_BATCH):
-            await self.send_all(events[start:start + TYPING_BATCH])
+            await self.send_all(events[start : start + TYPING_BATCH])
 
     async def perform(self, action: Action) -> str:
         """Carry out ``action``; returns the ``action_performed`` sentence."""

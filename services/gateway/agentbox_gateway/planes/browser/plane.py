@@ -24,10 +24,23 @@ from .gui import InputDriver, InputState
 from .xdisplay import XDisplay, XInputDriver
 
 #: Resolutions ``POST /v1/browser/config`` accepts (the agent-sandbox SDK's list).
-RESOLUTIONS = frozenset({
-    (1920, 1080), (1920, 1200), (1680, 1050), (1600, 1200), (1400, 1050), (1360, 768), (1280, 1024),
-    (1280, 960), (1280, 800), (1280, 720), (1024, 768), (800, 600), (640, 480),
-})
+RESOLUTIONS = frozenset(
+    {
+        (1920, 1080),
+        (1920, 1200),
+        (1680, 1050),
+        (1600, 1200),
+        (1400, 1050),
+        (1360, 768),
+        (1280, 1024),
+        (1280, 960),
+        (1280, 800),
+        (1280, 720),
+        (1024, 768),
+        (800, 600),
+        (640, 480),
+    }
+)
 SCREENSHOT_TIMEOUT = 20.0
 _PAGE_METRICS = "[innerWidth, innerHeight, devicePixelRatio, navigator.userAgent]"
 _NET_INTERNALS = "chrome://net-internals/#proxy"
@@ -168,8 +181,12 @@ class BrowserPlane:
         return session
 
     async def _evaluate(self, cdp: CdpConnection, page: PageSession, expression: str) -> Any:
-        reply = await cdp.call("Runtime.evaluate", {"expression": expression, "returnByValue": True},
-                               session_id=page.session_id, within=10.0)
+        reply = await cdp.call(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True},
+            session_id=page.session_id,
+            within=10.0,
+        )
         if "exceptionDetails" in reply:
             raise BrowserError(f"page script failed: {reply['exceptionDetails'].get('text', '')}")
         return reply["result"].get("value")
@@ -282,20 +299,25 @@ class BrowserPlane:
         window = await cdp.call("Browser.getWindowForTarget", {"targetId": page.target_id})
         bounds = window["bounds"]
         if bounds.get("windowState", "normal") != "normal":
-            await cdp.call("Browser.setWindowBounds", {"windowId": window["windowId"],
-                                                       "bounds": {"windowState": "normal"}})
+            await cdp.call(
+                "Browser.setWindowBounds", {"windowId": window["windowId"], "bounds": {"windowState": "normal"}}
+            )
         # The window is larger than the page by its (possibly simulated) toolbars.
         extra_w = bounds["width"] - round(viewport["width"] / page.scale)
         extra_h = bounds["height"] - round(viewport["height"] / page.scale)
-        await cdp.call("Browser.setWindowBounds", {
-            "windowId": window["windowId"],
-            "bounds": {"width": round(width / page.scale) + extra_w,
-                       "height": round(height / page.scale) + extra_h},
-        })
+        await cdp.call(
+            "Browser.setWindowBounds",
+            {
+                "windowId": window["windowId"],
+                "bounds": {
+                    "width": round(width / page.scale) + extra_w,
+                    "height": round(height / page.scale) + extra_h,
+                },
+            },
+        )
         for _ in range(20):  # the renderer learns its new size asynchronously
             viewport, _, _ = await self._page_metrics()
             if viewport == {"width": width, "height": height}:
                 break
             await asyncio.sleep(0.05)
         return viewport
-

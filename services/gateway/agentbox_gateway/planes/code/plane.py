@@ -310,8 +310,12 @@ class CodePlane:
         relay = OutputRelay(on_output) if on_output is not None else None
         async with self._pools[name].worker() as worker, relay.running() if relay else contextlib.nullcontext():
             data = (stdin or "").encode() if name == "javascript" else None
-            outcome = await worker.run({"code": code, "cwd": directory or self.default_cwd}, seconds, stdin=data,
-                                       listener=relay.push if relay else None)
+            outcome = await worker.run(
+                {"code": code, "cwd": directory or self.default_cwd},
+                seconds,
+                stdin=data,
+                listener=relay.push if relay else None,
+            )
         return _execution(name, code, outcome, seconds, None, kept=False, memory_limit_mb=self.memory_limit_mb)
 
     async def _session_for(self, language: str, session_id: str | None, cwd: str | None) -> _Session:

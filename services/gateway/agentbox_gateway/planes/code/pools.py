@@ -18,8 +18,9 @@ logger = logging.getLogger(__name__)
 
 
 class WorkerPool:
-    def __init__(self, spawn: Callable[[], Awaitable[Worker]], *, reusable: bool, spares: int = 1,
-                 limit: int = 8) -> None:
+    def __init__(
+        self, spawn: Callable[[], Awaitable[Worker]], *, reusable: bool, spares: int = 1, limit: int = 8
+    ) -> None:
         self._spawn = spawn
         self._reusable = reusable
         self._spares = spares

@@ -33,7 +33,7 @@ ABORT_SIGNAL = signal.SIGUSR2
 INIT = (
     "set -m\n"
     "shopt -s expand_aliases\n"
-    "__agentbox_done() { builtin printf '\\0\\37AB%s\\37%d\\37%s\\37' \"$1\" \"$2\" \"$PWD\"; "
+    '__agentbox_done() { builtin printf \'\\0\\37AB%s\\37%d\\37%s\\37\' "$1" "$2" "$PWD"; '
     "builtin jobs -p; builtin printf '\\37\\0'; builtin printf '\\0\\37AB%s\\37E\\37\\0' \"$1\" >&2; }\n"
     "__agentbox_abort() { [[ -n ${__agentbox_running-} ]] || return 0; "
     "(( ${#FUNCNAME[@]} < 2 )) || builtin kill -9 $$; }\n"
@@ -71,8 +71,16 @@ def bash_quote(text: str) -> str:
     return "".join(out)
 
 
-def command_line(command: str, nonce: str, *, cwd: str | None, env: dict[str, str] | None,
-                 stdin_path: str | None, merged: bool, preserve_symlinks: bool | None) -> str:
+def command_line(
+    command: str,
+    nonce: str,
+    *,
+    cwd: str | None,
+    env: dict[str, str] | None,
+    stdin_path: str | None,
+    merged: bool,
+    preserve_symlinks: bool | None,
+) -> str:
     """The line that runs ``command`` in a one-pass loop (so the abort trap can ``break`` out of it)
     and then reports its end with ``nonce``."""
     parts = []
@@ -120,8 +128,9 @@ def partial_marker(buffer: bytes | bytearray, prefix: bytes) -> int:
 class BashProtocol(asyncio.SubprocessProtocol):
     """Hands one shell's output and exit to its session (which may have replaced it meanwhile)."""
 
-    def __init__(self, shell: BashShell, on_data: Callable[[BashShell, int, bytes], None],
-                 on_exit: Callable[[BashShell], None]) -> None:
+    def __init__(
+        self, shell: BashShell, on_data: Callable[[BashShell, int, bytes], None], on_exit: Callable[[BashShell], None]
+    ) -> None:
         self._shell = shell
         self._on_data = on_data
         self._on_exit = on_exit

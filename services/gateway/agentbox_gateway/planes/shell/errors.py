@@ -31,4 +31,3 @@ class InvalidRequest(ShellError):
 
 class ShellUnavailable(ShellError):
     pass
-

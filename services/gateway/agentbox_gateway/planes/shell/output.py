@@ -82,4 +82,3 @@ class OutputBuffer:
         first = head[: limit // 2]
         last = tail[max(0, len(tail) - (limit - len(first))) :]
         return first + truncation_marker(self.total - len(first) - len(last)) + last
-

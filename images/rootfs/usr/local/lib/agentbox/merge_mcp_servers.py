@@ -17,8 +17,7 @@ def merge(image: dict, user_text: str) -> str:
     try:
         user = json.loads(user_text)
     except json.JSONDecodeError as exc:
-        print(f"agentbox-entrypoint: EXTRA_MCP_SERVERS is not valid JSON ({exc}); passed on as is",
-              file=sys.stderr)
+        print(f"agentbox-entrypoint: EXTRA_MCP_SERVERS is not valid JSON ({exc}); passed on as is", file=sys.stderr)
         return user_text
     if not isinstance(user, dict):
         print("agentbox-entrypoint: EXTRA_MCP_SERVERS is not a JSON object; passed on as is", file=sys.stderr)
