@@ -5,6 +5,7 @@ connection live in the app's lifespan."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -80,12 +81,17 @@ def build_app(settings: BrowserSettings) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await supervisor.start()
+        # The Playwright driver starts while Chromium does: neither needs the other to begin.
+        driver = asyncio.create_task(session.start(), name="playwright-driver")
         try:
-            await session.start()
+            await supervisor.start()
+            await driver
             async with mcp_server.session_manager.run():
                 yield
         finally:
+            driver.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await driver
             await session.aclose()
             await supervisor.stop()
 
