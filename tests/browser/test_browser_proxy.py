@@ -110,7 +110,8 @@ def test_a_mapping_serves_a_host_from_a_local_port(client: Sandbox, app_port: in
         client.proxy.set_upstream(server=upstream.address)
         client.proxy.add_mapping(source="mapped.test", target=f":{app_port}/base")
         assert shown(client, "http://mapped.test/page") == "app /base/page"
-        assert upstream.targets() == []
+        # Chromium's own background requests (accounts.google.com…) rightly go upstream; the mapped host not
+        assert not [target for target in upstream.targets() if "mapped.test" in target]
 
 
 def test_the_settings_outlive_a_browser_restart(client: Sandbox, app_port: int) -> None:

@@ -124,9 +124,10 @@ def test_results_are_posted_to_telegram(
     jobs = write_jobs(
         tmp_path / "cron.yml",
         [
-            {"name": "report", "schedule": "* * * * * *", "instruction": "ANSWER **all good**"},
-            {"name": "quiet", "schedule": "* * * * * *", "instruction": "ANSWER shh", "telegram_chat_id": 0},
-            {"name": "empty", "schedule": "* * * * * *", "instruction": "ANSWER", "telegram_chat_id": 555},
+            # One workspace, so the three take turns (a tick finding it busy is skipped): each its own second.
+            {"name": "report", "schedule": "*/3 * * * * *", "instruction": "ANSWER **all good**"},
+            {"name": "quiet", "schedule": "1-59/3 * * * * *", "instruction": "ANSWER shh", "telegram_chat_id": 0},
+            {"name": "empty", "schedule": "2-59/3 * * * * *", "instruction": "ANSWER", "telegram_chat_id": 555},
         ],
         telegram_chat_id=777,
     )
