@@ -26,21 +26,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 from playwright.sync_api import sync_playwright
 from websockets.sync.client import connect
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.support.headless_chromium import FLAGS as CHROMIUM_FLAGS
+
 BIN = os.path.dirname(sys.executable)
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 #: A page with enough text and colour to make a realistic PNG.
 PAGE = (
     "<!doctype html><title>bench</title><body style='margin:0;font:16px sans-serif;"
