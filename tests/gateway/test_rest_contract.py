@@ -186,3 +186,24 @@ def test_numbers_beyond_the_documented_range_are_refused(gateway: str, document:
         assert client.get("/v1/nodejs/sessions").status_code == 200
     bound = document["components"]["schemas"]["NodeJsCreateSessionRequest"]["properties"]["max_idle_time"]
     assert "maximum" in str(bound)
+
+
+#: The README's public routes (AIO's): the only ones a caller without the key gets answers from.
+ANYONE_MAY_CALL = {"/health", "/v1/ping", "/v1/openapi.json"}
+
+
+def test_every_documented_operation_refuses_a_caller_without_the_key(gateway_settings: GatewaySettings) -> None:
+    """No route escapes the key check, however new: each operation in the document, called without the
+    key (path parameters filled in), answers 401 unless it is one of the public paths."""
+    with serve_app(build_app(replace(gateway_settings, api_key="contract-key"))) as url:
+        document = httpx.get(f"{url}/v1/openapi.json", timeout=10).json()
+        checked = 0
+        for template, operations in document["paths"].items():
+            path = template.replace("{", "").replace("}", "")  # e.g. /v1/shell/sessions/session_id
+            if path in ANYONE_MAY_CALL:
+                continue
+            for method in operations:
+                answer = httpx.request(method.upper(), url + path, json={}, timeout=10)
+                assert answer.status_code == 401, f"{method} {template}: {answer.status_code}"
+                checked += 1
+    assert checked > 100  # the whole surface, not a handful
