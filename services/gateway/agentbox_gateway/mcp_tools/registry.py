@@ -18,9 +18,10 @@ import jsonschema
 import jsonschema.protocols
 from mcp import types
 
+from agentbox_common.errors import PlaneError
 from agentbox_common.tool_arguments import describe_invalid_arguments
 
-from .results import ToolError, text_result
+from .results import ToolError, plane_error_text, text_result
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +91,8 @@ class ToolRegistry:
             return await spec.handler(args)
         except ToolError as exc:
             return exc.to_result()
+        except PlaneError as exc:
+            return text_result(plane_error_text(exc), is_error=True)
         except Exception as exc:  # a failing tool never takes the server down
             logger.exception("tool %s failed", name)
             return text_result(f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)

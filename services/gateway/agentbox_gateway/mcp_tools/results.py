@@ -8,6 +8,8 @@ from typing import Any
 from mcp import types
 from pydantic_core import PydanticSerializationError, to_json
 
+from agentbox_common.errors import PlaneError
+
 
 class ToolError(Exception):
     """The tool ran and failed; the message (or JSON payload) becomes an ``isError`` result."""
@@ -20,6 +22,11 @@ class ToolError(Exception):
         if self.payload is not None:
             return json_result(self.payload, is_error=True)
         return text_result(str(self), is_error=True)
+
+
+def plane_error_text(exc: PlaneError) -> str:
+    """A plane error as an ``isError`` text: its message, and its hint on a second line."""
+    return f"{exc.message}\n{exc.hint}" if exc.hint else exc.message
 
 
 def compact_json(value: Any) -> str:

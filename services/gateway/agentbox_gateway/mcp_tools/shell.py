@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 from mcp import types
 
 from ..mcp_streaming import current_output_sink
-from ..planes.shell import DEFAULT_TOOL_TIMEOUT, OUTPUT_LIMIT, ShellError
+from ..planes.shell import DEFAULT_TOOL_TIMEOUT, OUTPUT_LIMIT
 from .registry import ToolSpec
-from .results import ToolError, json_result
+from .results import json_result
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -53,17 +53,14 @@ def tools(planes: Planes) -> list[ToolSpec]:
     shell = planes.shell
 
     async def execute_bash(args: dict[str, Any]) -> types.CallToolResult:
-        try:
-            record = await shell.run(
-                args["cmd"],
-                cwd=args.get("cwd") or None,
-                new_session=bool(args.get("new_session")),
-                time_limit=args.get("timeout"),
-                session_id=args.get("session_id") or None,
-                on_output=current_output_sink.get(),
-            )
-        except ShellError as exc:
-            raise ToolError(str(exc)) from exc
+        record = await shell.run(
+            args["cmd"],
+            cwd=args.get("cwd") or None,
+            new_session=bool(args.get("new_session")),
+            time_limit=args.get("timeout"),
+            session_id=args.get("session_id") or None,
+            on_output=current_output_sink.get(),
+        )
         return json_result(
             {
                 "cwd": record.cwd,

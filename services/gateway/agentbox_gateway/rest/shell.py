@@ -8,10 +8,8 @@ trailing Ctrl-D, ``\\x04``, closes it). A non-zero exit is ``success: true`` wit
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import signal
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -21,17 +19,10 @@ from pydantic import Field
 from ..planes import Planes
 from ..planes.shell import (
     OUTPUT_LIMIT,
-    CommandNotFound,
     CommandRecord,
     InvalidRequest,
-    SessionBusy,
-    SessionExists,
-    SessionLimit,
-    SessionNotFound,
-    ShellError,
     ShellPlane,
     ShellSession,
-    ShellUnavailable,
     bash_quote,
     resolve_dir,
 )
@@ -46,15 +37,6 @@ BASH_OUTPUT_LIMIT = 50_000
 MAX_WAIT = 300.0
 DEFAULT_WAIT = 30.0
 
-_STATUS_CODES: dict[type[ShellError], int] = {
-    SessionNotFound: 404,
-    CommandNotFound: 404,
-    SessionExists: 409,
-    SessionBusy: 409,
-    SessionLimit: 429,
-    InvalidRequest: 400,
-    ShellUnavailable: 503,
-}
 #: ``/v1/bash`` names the plane's statuses its own way.
 _BASH_STATUS = {"hard_timeout": "timed_out", "terminated": "killed"}
 _SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL, "SIGINT": signal.SIGINT}
@@ -62,14 +44,6 @@ _SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL, "SIGINT": sign
 
 def _seconds() -> Any:
     return Field(default=None, gt=0)
-
-
-@contextlib.contextmanager
-def _errors() -> Iterator[None]:
-    try:
-        yield
-    except ShellError as exc:
-        raise RestError(_STATUS_CODES.get(type(exc), 400), str(exc)) from exc
 
 
 # -- request bodies ----------------------------------------------------------------------------
@@ -228,24 +202,23 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.post("/v1/shell/exec", response_model=None)
     async def shell_exec(body: ShellExecRequest, request: Request) -> dict[str, Any] | Any:
-        with _errors():
-            if body.id:
-                session = await shell.session_or_create(body.id, preserve_symlinks=bool(body.preserve_symlinks))
-            else:
-                session = await shell.create_session(auto=True, preserve_symlinks=bool(body.preserve_symlinks))
-            cwd = body.exec_dir
-            if cwd and not body.strict:
-                try:
-                    resolve_dir(session.cwd, cwd)
-                except InvalidRequest:
-                    cwd = None  # not strict: stay in the session's directory, as AIO does
-            record = await session.start(
-                body.command,
-                cwd=cwd,
-                interactive=True,
-                hard_timeout=body.hard_timeout,
-                preserve_symlinks=body.preserve_symlinks,
-            )
+        if body.id:
+            session = await shell.session_or_create(body.id, preserve_symlinks=bool(body.preserve_symlinks))
+        else:
+            session = await shell.create_session(auto=True, preserve_symlinks=bool(body.preserve_symlinks))
+        cwd = body.exec_dir
+        if cwd and not body.strict:
+            try:
+                resolve_dir(session.cwd, cwd)
+            except InvalidRequest:
+                cwd = None  # not strict: stay in the session's directory, as AIO does
+        record = await session.start(
+            body.command,
+            cwd=cwd,
+            interactive=True,
+            hard_timeout=body.hard_timeout,
+            preserve_symlinks=body.preserve_symlinks,
+        )
         limit = None if body.truncate is False else OUTPUT_LIMIT
 
         def answer(outcome: str) -> dict[str, Any]:
@@ -268,8 +241,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.post("/v1/shell/view")
     async def shell_view(body: ShellIdRequest) -> dict[str, Any]:
-        with _errors():
-            session = await shell.session(body.id)
+        session = await shell.session(body.id)
         last = session.last
         return ok(
             {
@@ -284,8 +256,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.post("/v1/shell/wait")
     async def shell_wait(body: ShellWaitRequest) -> dict[str, Any]:
-        with _errors():
-            session = await shell.session(body.id)
+        session = await shell.session(body.id)
         limits = [s for s in (body.seconds, body.max_wait_seconds) if s is not None]
         last = session.last
         if last is None:
@@ -295,35 +266,31 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.post("/v1/shell/write")
     async def shell_write(body: ShellWriteRequest) -> dict[str, Any]:
-        with _errors():
-            session = await shell.session(body.id)
-            record = await session.write(body.input + ("\n" if body.press_enter else ""))
+        session = await shell.session(body.id)
+        record = await session.write(body.input + ("\n" if body.press_enter else ""))
         return ok({"status": _shell_status(record)})
 
     @api.post("/v1/shell/kill")
     async def shell_kill(body: ShellIdRequest) -> dict[str, Any]:
-        with _errors():
-            session = await shell.session(body.id)
-            record = await session.send_signal(signal.SIGKILL)
+        session = await shell.session(body.id)
+        record = await session.send_signal(signal.SIGKILL)
         if record is None:
             return ok({"status": "completed", "exit_code": None, "returncode": None})
         return ok({"status": _shell_status(record), "exit_code": record.exit_code, "returncode": record.exit_code})
 
     @api.post("/v1/shell/sessions/create")
     async def shell_create_session(body: ShellCreateSessionRequest) -> dict[str, Any]:
-        with _errors():
-            session = await shell.create_session(
-                body.id,
-                cwd=body.exec_dir,
-                preserve_symlinks=bool(body.preserve_symlinks),
-                no_change_timeout=body.no_change_timeout,
-            )
+        session = await shell.create_session(
+            body.id,
+            cwd=body.exec_dir,
+            preserve_symlinks=bool(body.preserve_symlinks),
+            no_change_timeout=body.no_change_timeout,
+        )
         return ok({"session_id": session.session_id, "working_dir": session.cwd})
 
     @api.post("/v1/shell/sessions/update")
     async def shell_update_session(body: ShellUpdateSessionRequest) -> dict[str, Any]:
-        with _errors():
-            session = await shell.session(body.id)
+        session = await shell.session(body.id)
         if body.no_change_timeout is not None:
             session.no_change_timeout = body.no_change_timeout
         return ok(
@@ -356,8 +323,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.delete("/v1/shell/sessions/{session_id}")
     async def shell_cleanup_session(session_id: str) -> dict[str, Any]:
-        with _errors():
-            await shell.close_session(session_id)
+        await shell.close_session(session_id)
         return ok({"session_id": session_id, "closed": True})
 
     # -- /v1/bash ------------------------------------------------------------------------------
@@ -365,30 +331,28 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.post("/v1/bash/exec")
     async def bash_exec(body: BashExecRequest) -> dict[str, Any]:
         env = {k: v for k, v in (body.env or {}).items() if v is not None}
-        with _errors():
-            if body.session_id:
-                session = await shell.session(body.session_id)
-            else:
-                session = await shell.create_session(auto=True)
-            record = await session.start(
-                body.command,
-                cwd=body.exec_dir,
-                env=env,
-                merged=False,
-                interactive=bool(body.async_mode) or body.timeout is not None,
-                hard_timeout=body.hard_timeout,
-            )
-            if body.async_mode:
-                return ok(_bash_exec_result(record, None))
-            await record.wait(body.timeout)
+        if body.session_id:
+            session = await shell.session(body.session_id)
+        else:
+            session = await shell.create_session(auto=True)
+        record = await session.start(
+            body.command,
+            cwd=body.exec_dir,
+            env=env,
+            merged=False,
+            interactive=bool(body.async_mode) or body.timeout is not None,
+            hard_timeout=body.hard_timeout,
+        )
+        if body.async_mode:
+            return ok(_bash_exec_result(record, None))
+        await record.wait(body.timeout)
         limit = BASH_OUTPUT_LIMIT if body.max_output_length is None else body.max_output_length
         return ok(_bash_exec_result(record, limit if record.done else None))
 
     @api.post("/v1/bash/output")
     async def bash_output(body: BashOutputRequest) -> dict[str, Any]:
-        with _errors():
-            session = await shell.session(body.session_id)
-            record = session.record(body.command_id)
+        session = await shell.session(body.session_id)
+        record = session.record(body.command_id)
         offset, stderr_offset = body.offset or 0, body.stderr_offset or 0
         if record is None:
             return ok(
@@ -417,17 +381,15 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.post("/v1/bash/write")
     async def bash_write(body: BashWriteRequest) -> dict[str, Any]:
-        with _errors():
-            session = await shell.session(body.session_id)
-            record = await session.write(body.input, body.command_id)
+        session = await shell.session(body.session_id)
+        record = await session.write(body.input, body.command_id)
         return ok({"session_id": record.session_id, "command_id": record.command_id, "written": len(body.input)})
 
     @api.post("/v1/bash/kill")
     async def bash_kill(body: BashKillRequest) -> dict[str, Any]:
         name = body.signal or "SIGTERM"
-        with _errors():
-            session = await shell.session(body.session_id)
-            record = await session.send_signal(_SIGNALS[name])
+        session = await shell.session(body.session_id)
+        record = await session.send_signal(_SIGNALS[name])
         return ok(
             {"session_id": session.session_id, "signal": name, "command": _bash_command(record) if record else None}
         )
@@ -438,23 +400,21 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.post("/v1/bash/sessions/create")
     async def bash_create_session(body: BashCreateSessionRequest) -> dict[str, Any]:
-        with _errors():
-            snapshot = body.snapshot_path
-            session = await shell.create_session(body.session_id, cwd=body.exec_dir)
-            if snapshot:
-                record = await session.start(f". {bash_quote(snapshot)}", merged=False)
-                await record.wait()
-                if record.exit_code:
-                    await shell.close_session(session.session_id)
-                    raise InvalidRequest(
-                        f"sourcing {snapshot} failed (exit {record.exit_code}): {record.stderr.text(2000).strip()}"
-                    )
+        snapshot = body.snapshot_path
+        session = await shell.create_session(body.session_id, cwd=body.exec_dir)
+        if snapshot:
+            record = await session.start(f". {bash_quote(snapshot)}", merged=False)
+            await record.wait()
+            if record.exit_code:
+                await shell.close_session(session.session_id)
+                raise InvalidRequest(
+                    f"sourcing {snapshot} failed (exit {record.exit_code}): {record.stderr.text(2000).strip()}"
+                )
         return ok(_bash_session_info(session))
 
     @api.post("/v1/bash/sessions/{session_id}/close")
     async def bash_close_session(session_id: str) -> dict[str, Any]:
-        with _errors():
-            await shell.close_session(session_id)
+        await shell.close_session(session_id)
         return ok({"session_id": session_id, "closed": True})
 
     return api

@@ -1,33 +1,38 @@
-"""Typed shell errors, so each door (MCP tool, REST route) can map them to its own error shape."""
+"""The shell plane's errors, each of one :class:`~agentbox_common.errors.ErrorKind`, which is all a
+door needs to answer it."""
+
+from agentbox_common.errors import ErrorKind, PlaneError
 
 
-class ShellError(Exception):
-    """A shell request that cannot be served; each door maps the subclass to its own error shape."""
+class ShellError(PlaneError):
+    """A shell request that cannot be served."""
+
+    kind = ErrorKind.INVALID
 
 
 class SessionNotFound(ShellError):
-    pass
+    kind = ErrorKind.NOT_FOUND
 
 
 class CommandNotFound(ShellError):
-    pass
+    kind = ErrorKind.NOT_FOUND
 
 
 class SessionExists(ShellError):
-    pass
+    kind = ErrorKind.CONFLICT
 
 
 class SessionBusy(ShellError):
-    pass
+    kind = ErrorKind.CONFLICT
 
 
 class SessionLimit(ShellError):
-    pass
+    kind = ErrorKind.LIMIT
 
 
 class InvalidRequest(ShellError):
-    pass
+    kind = ErrorKind.INVALID
 
 
 class ShellUnavailable(ShellError):
-    pass
+    kind = ErrorKind.UNAVAILABLE

@@ -1,0 +1,54 @@
+"""The planes' one error vocabulary: every error a plane raises is a :class:`PlaneError` of one
+:class:`ErrorKind`, and each door maps the kind once (REST: an HTTP status in one exception handler;
+MCP: an ``isError`` result in the tool registry). A plane names what went wrong; it never picks a
+status code or builds a wire shape.
+
+A plane declares its errors by kind::
+
+    class ShellError(PlaneError):
+        kind = ErrorKind.INVALID
+
+    class SessionNotFound(ShellError):
+        kind = ErrorKind.NOT_FOUND
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import ClassVar
+
+__all__ = ["ErrorKind", "PlaneError"]
+
+
+class ErrorKind(enum.Enum):
+    """What a caller can do about an error, which is all a door needs to answer it."""
+
+    #: The request is wrong (a bad argument, an unsupported option): fix it and retry.
+    INVALID = "invalid"
+    #: What the request names does not exist (a session, a file, a skill).
+    NOT_FOUND = "not_found"
+    #: The target is in a state that refuses the request (busy, already exists).
+    CONFLICT = "conflict"
+    #: A configured limit is reached (sessions, watches, concurrent runs): retry later.
+    LIMIT = "limit"
+    #: The input or the answer is larger than the plane accepts.
+    TOO_LARGE = "too_large"
+    #: What the plane needs (a browser, an interpreter, an upstream) does not answer.
+    UNAVAILABLE = "unavailable"
+    #: The operation did not finish in its time.
+    TIMEOUT = "timeout"
+    #: The operation ran and failed.
+    FAILED = "failed"
+
+
+class PlaneError(Exception):
+    """An error a plane raises on purpose; its message is written for the caller (and the model).
+
+    ``hint`` is an optional second line: what to try, or the cause behind a short message."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.FAILED
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
