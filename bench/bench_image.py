@@ -5,8 +5,11 @@
 For each of ``--runs`` cold starts (a new container each time, ports published on 127.0.0.1 only) it
 measures the time from `docker run` to the gateway's /health answering 200 and to the first
 browser_navigate that succeeds; after the last start it lets the container settle and reads its memory
-like `docker stats` does (usage minus inactive page cache). Results go to bench/results/image.json and
-are printed beside the previous run's figures (the baseline) when that file exists.
+like `docker stats` does (usage minus inactive page cache), and does the same once with
+``DISABLE_BROWSER=true``. Interleaved with those starts, the floor: the same image running only
+``python3 -m http.server`` on the gateway's port, so Docker's own cost of creating, networking and
+starting a container (most of a second on a small machine) is printed beside agentbox's. Results go to
+bench/results/image.json and are printed beside the previous run's figures when that file exists.
 """
 
 from __future__ import annotations
@@ -24,13 +27,16 @@ import docker
 import httpx
 
 RESULTS = Path(__file__).parent / "results" / "image.json"
-TARGETS = {"api_ready_s": 2.0, "browser_ready_s": 4.0, "idle_memory_mib": 400.0}
+TARGETS = {"api_ready_s": 1.0, "browser_ready_s": 2.0, "idle_memory_mib": 300.0, "idle_memory_no_browser_mib": 150.0}
 LABELS = {
     "image_size_mib": "image size (MiB)",
+    "floor_ready_s": "floor: docker run -> http.server answers (s, median)",
     "api_ready_s": "docker run -> /health 200 (s, median)",
     "browser_ready_s": "docker run -> first browser_navigate (s, median)",
     "idle_memory_mib": "idle memory, whole container (MiB)",
+    "idle_memory_no_browser_mib": "idle memory, DISABLE_BROWSER=true (MiB)",
 }
+FLOOR_COMMAND = ["python3", "-m", "http.server", "8091", "--bind", "0.0.0.0"]
 POLL = 0.02
 TIMEOUT = 120.0
 
@@ -82,16 +88,39 @@ def container_memory_mib(container: Any) -> float:
     return (stats["usage"] - inactive) / 2**20
 
 
-def cold_start(docker_client: docker.DockerClient, image: str, settle: float | None) -> dict[str, float]:
+def floor_start(docker_client: docker.DockerClient, image: str) -> float:
+    """Seconds from `docker run` to a bare HTTP server in the same image answering."""
     started = time.monotonic()
-    container = docker_client.containers.run(image, detach=True, shm_size="1g", ports={"8091/tcp": ("127.0.0.1", None)})
+    container = docker_client.containers.run(
+        image, FLOOR_COMMAND, entrypoint=[], detach=True, ports={"8091/tcp": ("127.0.0.1", None)}
+    )
     try:
         base = f"http://127.0.0.1:{host_port(container, 8091)}"
         with httpx.Client() as client:
-            figures = {
-                "api_ready_s": wait_health(client, base, started),
-                "browser_ready_s": wait_navigate(client, base, started),
-            }
+            while time.monotonic() - started < TIMEOUT:
+                try:
+                    client.get(f"{base}/", timeout=2)
+                    return time.monotonic() - started
+                except httpx.HTTPError:
+                    time.sleep(POLL)
+        raise TimeoutError("the floor's http.server never answered")
+    finally:
+        container.remove(force=True)
+
+
+def cold_start(
+    docker_client: docker.DockerClient, image: str, settle: float | None, environment: dict[str, str] | None = None
+) -> dict[str, float]:
+    started = time.monotonic()
+    container = docker_client.containers.run(
+        image, detach=True, shm_size="1g", environment=environment, ports={"8091/tcp": ("127.0.0.1", None)}
+    )
+    try:
+        base = f"http://127.0.0.1:{host_port(container, 8091)}"
+        with httpx.Client() as client:
+            figures = {"api_ready_s": wait_health(client, base, started)}
+            if not environment:
+                figures["browser_ready_s"] = wait_navigate(client, base, started)
         if settle is not None:
             time.sleep(settle)
             figures["idle_memory_mib"] = container_memory_mib(container)
@@ -103,15 +132,22 @@ def cold_start(docker_client: docker.DockerClient, image: str, settle: float | N
 def measure(image: str, runs: int, settle: float) -> dict[str, Any]:
     docker_client = docker.from_env(timeout=300)
     size = docker_client.images.get(image).attrs["Size"] / 2**20
-    starts = [cold_start(docker_client, image, settle if i == runs - 1 else None) for i in range(runs)]
+    starts, floors = [], []
+    for i in range(runs):
+        floors.append(floor_start(docker_client, image))
+        starts.append(cold_start(docker_client, image, settle if i == runs - 1 else None))
+    no_browser = cold_start(docker_client, image, settle, {"DISABLE_BROWSER": "true"})
     return {
         "measured": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "image": image,
         "runs": runs,
         "image_size_mib": round(size, 1),
+        "floor_ready_s": round(statistics.median(floors), 3),
         "api_ready_s": round(statistics.median(s["api_ready_s"] for s in starts), 3),
         "browser_ready_s": round(statistics.median(s["browser_ready_s"] for s in starts), 3),
         "idle_memory_mib": round(starts[-1]["idle_memory_mib"], 1),
+        "idle_memory_no_browser_mib": round(no_browser["idle_memory_mib"], 1),
+        "floor_ready_all_s": [round(f, 3) for f in floors],
         "api_ready_all_s": [round(s["api_ready_s"], 3) for s in starts],
         "browser_ready_all_s": [round(s["browser_ready_s"], 3) for s in starts],
     }
@@ -123,6 +159,8 @@ def table(current: dict[str, Any], previous: dict[str, Any] | None) -> str:
     for key, label in LABELS.items():
         target = TARGETS.get(key)
         target_text = f"< {target:g}" if target is not None else "-"
+        if key not in current:
+            continue
         old = previous.get(key) if previous else None
         flag = "" if target is None or current[key] < target else "  (over target)"
         lines.append(f"{label:<50} {current[key]:>10} {target_text:>10} {old if old is not None else '-':>10}{flag}")
