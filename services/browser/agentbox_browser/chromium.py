@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 
+from agentbox_common.http import plain_http_only
 from agentbox_common.processes import pid_exists, sandbox_environment, terminate_process_group
 
 from .settings import BrowserSettings
@@ -219,7 +220,7 @@ class ChromiumSupervisor:
     async def _wait_for_cdp(self, process: asyncio.subprocess.Process) -> dict[str, str]:
         url = f"{self._settings.cdp_url}/json/version"
         deadline = time.monotonic() + START_TIMEOUT
-        async with httpx.AsyncClient(timeout=2.0) as client:
+        async with httpx.AsyncClient(timeout=2.0, verify=plain_http_only()) as client:
             while time.monotonic() < deadline:
                 if process.returncode is not None:
                     raise ChromiumError(

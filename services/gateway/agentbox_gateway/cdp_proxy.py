@@ -25,6 +25,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from agentbox_common.http import plain_http_only
+
 from .planes.browser import gateway_base
 from .security import url_ticket
 from .settings import GatewaySettings
@@ -127,7 +129,7 @@ class CdpProxy:
         url = f"{self.cdp_url}/json" + (f"/{path}" if path is not None else "")
         query = _without_credentials(request.url.query)
         try:
-            async with httpx.AsyncClient(timeout=10.0, trust_env=False) as client:
+            async with httpx.AsyncClient(timeout=10.0, trust_env=False, verify=plain_http_only()) as client:
                 upstream = await client.request(request.method, url + (f"?{query}" if query else ""))
         except httpx.HTTPError as exc:
             return JSONResponse(

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import httpx
 
+from agentbox_common.http import plain_http_only
+
 from .settings import GatewaySettings
 from .upstreams.client import UpstreamClient, UpstreamRpcError, UpstreamUnavailable
 from .upstreams.config import parse_upstreams
@@ -61,7 +63,7 @@ def _writable(name: str, directory: Path, required: bool) -> Check:
 
 async def _cdp(cdp_url: str) -> Check:
     try:
-        async with httpx.AsyncClient(timeout=PROBE_TIMEOUT, trust_env=False) as client:
+        async with httpx.AsyncClient(timeout=PROBE_TIMEOUT, trust_env=False, verify=plain_http_only()) as client:
             answer = (await client.get(f"{cdp_url}/json/version")).json()
     except (httpx.HTTPError, ValueError) as exc:
         return Check("chromium", False, False, f"{cdp_url}: {type(exc).__name__}: {exc}")

@@ -28,6 +28,8 @@ from typing import Any
 import anyio
 import httpx
 
+from agentbox_common.http import verified_tls
+
 from ..settings import McpModeSettings
 from .agent_tools import TOOL_DEFINITIONS, AgentTools
 from .base import TIMEOUT_EXIT_CODE, Adapter, AgentEvent, AgentRequest, AgentRequestError
@@ -132,7 +134,7 @@ class OpenAIAgentAdapter(Adapter):
             )
 
         timeout = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
-        async with httpx.AsyncClient(timeout=timeout) as client:
+        async with httpx.AsyncClient(timeout=timeout, verify=verified_tls()) as client:
             for _turn in range(self.settings.agent_max_turns):
                 try:
                     reply = await asyncio.wait_for(

@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 
+from agentbox_common.http import plain_http_only
+
 from .errors import BrowserUnavailable
 
 
@@ -24,7 +26,10 @@ class PagePlane:
     def __init__(self, browser_url: str, timeout: float) -> None:
         self.browser_url = browser_url.rstrip("/")
         self._http = httpx.AsyncClient(
-            base_url=self.browser_url, timeout=httpx.Timeout(timeout, connect=3.0), trust_env=False
+            base_url=self.browser_url,
+            timeout=httpx.Timeout(timeout, connect=3.0),
+            trust_env=False,
+            verify=plain_http_only(),
         )
 
     async def aclose(self) -> None:

@@ -16,6 +16,8 @@ from urllib.parse import urlencode, urlsplit
 
 import httpx
 
+from agentbox_common.http import plain_http_only
+
 from ...settings import GatewaySettings
 from .actions import Action, parse_action
 from .cdp import CdpConnection, CdpError
@@ -102,7 +104,7 @@ class BrowserPlane:
         self.vnc_enabled = settings.vnc_enabled
         #: The display the GUI tools act on (the whole screen, real X input); None: the page, by CDP.
         self._display = XDisplay(settings.display) if settings.vnc_enabled and settings.display else None
-        self._http = httpx.AsyncClient(timeout=3.0, trust_env=False)
+        self._http = httpx.AsyncClient(timeout=3.0, trust_env=False, verify=plain_http_only())
         self._connection: CdpConnection | None = None
         self._sessions: dict[str, PageSession] = {}
         self._lock = asyncio.Lock()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 import httpx
 
+from agentbox_common.http import verified_tls
 from agentbox_common.processes import run_bounded
 
 from ..browser import BrowserError, BrowserPlane, BrowserUnavailable
@@ -235,7 +236,7 @@ class ProxyPlane:
         error: str | None = None
         try:
             async with httpx.AsyncClient(
-                proxy=proxy, trust_env=False, timeout=DIAGNOSE_TIMEOUT, verify=True, follow_redirects=False
+                proxy=proxy, trust_env=False, timeout=DIAGNOSE_TIMEOUT, verify=verified_tls(), follow_redirects=False
             ) as client:
                 async with client.stream("GET", target_url, headers=headers) as response:
                     status = response.status_code
