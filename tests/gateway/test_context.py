@@ -11,11 +11,17 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+import httpx
 import pytest
 
+from agentbox_common.errors import ErrorKind, PlaneError
 from agentbox_gateway import __version__
-from agentbox_gateway.planes.context import ContextError, ContextPlane, SkillNotFound
+from agentbox_gateway.planes.context import ContextError, ContextPlane, InvalidSkill, RuntimeUnavailable, SkillNotFound
+from agentbox_gateway.planes.hooks import HookError, HookNotFound
+from agentbox_gateway.planes.preview import AppTimeout, AppUnreachable, PreviewError
+from agentbox_gateway.planes.proxy import ProxyEntryNotFound, ProxySettingError, ProxyUnavailable
 from agentbox_gateway.settings import GatewaySettings
+from agentbox_gateway.upstreams.client import UpstreamRpcError, UpstreamTimeout, UpstreamUnavailable
 from tests.support.jsonrpc import call_tool, list_tool_names, rpc, tool_json, tool_text
 
 pytestmark = pytest.mark.anyio
@@ -186,3 +192,45 @@ def test_context_tools_over_mcp(mcp_url: str, gateway_settings: GatewaySettings)
     if shutil.which("python3"):
         packages = call_tool(mcp_url, "sandbox_get_packages", {"language": "python"})
         assert packages["isError"] is False and "==" in tool_text(packages)
+
+
+def test_a_missing_package_manager_is_503_over_rest_and_an_error_over_mcp(
+    gateway: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # the sandbox's PATH, read per request: no npm, no python3
+    for language, program in (("nodejs", "npm"), ("python", "python3")):
+        response = httpx.get(f"{gateway}/v1/sandbox/packages/{language}", timeout=30)
+        assert response.status_code == 503, response.text
+        assert response.json() == {
+            "success": False,
+            "message": f"{program} is not installed in this sandbox",
+            "data": None,
+            "hint": None,
+        }
+        result = call_tool(f"{gateway}/mcp", "sandbox_get_packages", {"language": language})
+        assert result["isError"] is True and tool_text(result) == f"{program} is not installed in this sandbox"
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (ContextError, ErrorKind.INVALID),
+        (RuntimeUnavailable, ErrorKind.UNAVAILABLE),
+        (SkillNotFound, ErrorKind.NOT_FOUND),
+        (InvalidSkill, ErrorKind.INVALID),
+        (HookError, ErrorKind.INVALID),
+        (HookNotFound, ErrorKind.NOT_FOUND),
+        (PreviewError, ErrorKind.INVALID),
+        (AppUnreachable, ErrorKind.UNAVAILABLE),
+        (AppTimeout, ErrorKind.TIMEOUT),
+        (ProxySettingError, ErrorKind.INVALID),
+        (ProxyEntryNotFound, ErrorKind.NOT_FOUND),
+        (ProxyUnavailable, ErrorKind.UNAVAILABLE),
+        (UpstreamUnavailable, ErrorKind.UNAVAILABLE),
+        (UpstreamTimeout, ErrorKind.TIMEOUT),
+        (UpstreamRpcError, ErrorKind.INVALID),
+    ],
+)
+def test_errors_are_plane_errors_of_one_kind(error: type[PlaneError], kind: ErrorKind) -> None:
+    """The doors answer these by kind alone (one REST handler, one MCP catch)."""
+    assert issubclass(error, PlaneError) and error.kind is kind

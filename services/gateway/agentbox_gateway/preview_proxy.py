@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import Message, Receive, Scope, Send
 
 from agentbox_common.asgi import send_json
+from agentbox_common.errors import ErrorKind
 
 from .cdp_proxy import public_address
 from .planes.browser import gateway_base
@@ -29,6 +30,9 @@ logger = logging.getLogger(__name__)
 #: Close codes an ASGI server may send; others (1005 "none", 1006 "abnormal") become 1000.
 _CLOSE_CODES = range(1000, 5000)
 _RESERVED_CLOSE = frozenset({1004, 1005, 1006, 1015})
+#: The preview door's answer to each kind of preview error. Unlike ``/v1/*`` (where 503 means the
+#: gateway's own plane is down), an app that is not there or broke off is a bad gateway: 502.
+_HTTP_STATUS = {ErrorKind.INVALID: 400, ErrorKind.UNAVAILABLE: 502, ErrorKind.TIMEOUT: 504}
 
 
 class _CallerGone(Exception):
@@ -85,9 +89,9 @@ class PreviewDoor:
     async def _refuse(self, scope: Scope, send: Send, error: PreviewError) -> None:
         body = _envelope(str(error))
         if scope["type"] != "websocket":
-            await send_json(send, error.status, body)
+            await send_json(send, _HTTP_STATUS[error.kind], body)
         elif "websocket.http.response" in scope.get("extensions", {}):
-            await send_json(_as_denial(send), error.status, body)
+            await send_json(_as_denial(send), _HTTP_STATUS[error.kind], body)
         else:
             await send({"type": "websocket.close", "code": 1011, "reason": str(error)[:120]})
 
@@ -116,7 +120,7 @@ class PreviewDoor:
                 scope["method"], target, forwarded, body if has_body else None, caller.prefix
             )
         except PreviewError as exc:
-            await send_json(send, exc.status, _envelope(str(exc)))
+            await send_json(send, _HTTP_STATUS[exc.kind], _envelope(str(exc)))
             return
         except _CallerGone:
             return

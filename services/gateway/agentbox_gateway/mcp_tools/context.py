@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 from mcp import types
 
 from ..cdp_proxy import request_public_base
-from ..planes.context import LANGUAGES, ContextError
+from ..planes.context import LANGUAGES, SandboxContext
 from .registry import ToolSpec, current_request
-from .results import ToolError, json_result, text_result
+from .results import json_result, text_result
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -54,25 +54,30 @@ SKILL_SCHEMA: dict[str, Any] = {
 }
 
 
+def _context_json(snapshot: SandboxContext) -> dict[str, Any]:
+    """What ``sandbox_get_context`` returns: the fields, plus AIO 1.x's ``info`` summary."""
+    return {
+        **snapshot.system(),
+        "version": snapshot.version,
+        "runtimes": snapshot.runtimes,
+        "utils": snapshot.utils,
+        "info": snapshot.summary(),
+    }
+
+
 def tools(planes: Planes) -> list[ToolSpec]:
     context = planes.context
 
     async def get_context(args: dict[str, Any]) -> types.CallToolResult:
         request = current_request.get()
         base = request_public_base(request, context.local_base) if request is not None else None
-        return json_result((await context.get_context(base)).to_tool_json())
+        return json_result(_context_json(await context.get_context(base)))
 
     async def get_packages(args: dict[str, Any]) -> types.CallToolResult:
-        try:
-            return text_result(await context.packages_text(args.get("language")))
-        except ContextError as exc:
-            raise ToolError(str(exc)) from None
+        return text_result(await context.packages_text(args.get("language")))
 
     async def load_skill(args: dict[str, Any]) -> types.CallToolResult:
-        try:
-            return text_result(await context.load_skill(args.get("name")))
-        except ContextError as exc:
-            raise ToolError(str(exc)) from None
+        return text_result(await context.load_skill(args.get("name")))
 
     return [
         ToolSpec("sandbox_get_context", CONTEXT_DESCRIPTION, CONTEXT_SCHEMA, get_context),

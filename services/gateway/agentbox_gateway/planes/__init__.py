@@ -44,7 +44,7 @@ class Planes:
             code=CodePlane(settings),
             files=files,
             editor=EditorPlane(files),
-            context=ContextPlane(settings),
+            context=ContextPlane(settings, browser.status),
             browser=browser,
             page=PagePlane(settings.browser_url, timeout=settings.upstream_call_timeout),
             preview=PreviewPlane(settings),

@@ -13,6 +13,7 @@ import logging
 import re
 from dataclasses import dataclass
 
+from agentbox_common.errors import ErrorKind, PlaneError
 from agentbox_common.processes import sandbox_environment, terminate_process_group
 
 logger = logging.getLogger(__name__)
@@ -24,12 +25,14 @@ MAX_HOOKS = 64
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
-class HookError(Exception):
+class HookError(PlaneError):
     """A hook that cannot be registered (bad name, event, timeout; too many)."""
+
+    kind = ErrorKind.INVALID
 
 
 class HookNotFound(HookError):
-    pass
+    kind = ErrorKind.NOT_FOUND
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from yarl import URL
 
+from agentbox_common.errors import ErrorKind, PlaneError
+
 from ..settings import GatewaySettings
 
 if TYPE_CHECKING:  # imported where used: a gateway nobody previews through never loads aiohttp
@@ -73,10 +75,10 @@ _SERVER_SET = frozenset({b"date", b"server"})
 _NOTHING_THERE = "Nothing is listening on port {port} in the sandbox: start the app there (on 127.0.0.1 or ::1) first"
 
 
-class PreviewError(Exception):
-    """A request the proxy cannot pass on; ``status`` is the HTTP answer, the message says why."""
+class PreviewError(PlaneError):
+    """A request the proxy cannot pass on; the message says why."""
 
-    status = 400
+    kind = ErrorKind.INVALID
 
 
 class InvalidPort(PreviewError):
@@ -92,11 +94,13 @@ class InvalidPath(PreviewError):
 
 
 class AppUnreachable(PreviewError):
-    status = 502
+    """Nothing listens on the port, or the app broke the exchange off."""
+
+    kind = ErrorKind.UNAVAILABLE
 
 
 class AppTimeout(PreviewError):
-    status = 504
+    kind = ErrorKind.TIMEOUT
 
 
 @dataclass(frozen=True)

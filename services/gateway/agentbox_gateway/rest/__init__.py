@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def build_rest_app(planes: Planes, settings: GatewaySettings) -> FastAPI:
     from fastapi import FastAPI
 
-    from . import browser, browser_page, code, file_watch, files, hooks, proxy, sandbox, shell, skills, util
+    from . import browser, browser_page, code, context, file_watch, files, hooks, proxy, shell, skills, util
     from .envelope import error_responses, install_error_handlers
 
     app = FastAPI(
@@ -27,7 +27,7 @@ def build_rest_app(planes: Planes, settings: GatewaySettings) -> FastAPI:
         responses=error_responses(401, 403, 421),  # the guards in front of every route
     )
     install_error_handlers(app)
-    for module in (shell, code, files, sandbox, browser, browser_page, skills, util, file_watch, hooks, proxy):
+    for module in (shell, code, files, context, browser, browser_page, skills, util, file_watch, hooks, proxy):
         app.include_router(module.router(planes, settings))
     app.include_router(browser_page.display_router(planes, settings))
     return app

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Query
 from pydantic import ConfigDict, Field
 
-from ..planes.hooks import DEFAULT_TIMEOUT, MAX_TIMEOUT, Hook, HookError, HookNotFound
+from ..planes.hooks import DEFAULT_TIMEOUT, MAX_TIMEOUT, Hook
 from ..settings import GatewaySettings
 from .bodies import StrictBody
-from .envelope import RestError, error_responses, ok
+from .envelope import error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -42,16 +42,10 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         hook = Hook(
             body.name, body.command, body.event or "shutdown", body.timeout or DEFAULT_TIMEOUT, body.priority or 0
         )
-        try:
-            return ok(asdict(hooks.register(hook)))
-        except HookError as exc:
-            raise RestError(400, str(exc)) from None
+        return ok(asdict(hooks.register(hook)))
 
     @api.delete("/{name}")
     async def remove_hook(name: str) -> dict[str, Any]:
-        try:
-            return ok(asdict(hooks.remove(name)))
-        except HookNotFound as exc:
-            raise RestError(404, str(exc)) from None
+        return ok(asdict(hooks.remove(name)))
 
     return api

@@ -12,17 +12,13 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import ConfigDict, Field
 
-from ..planes.proxy import Applied, ProxyEntryNotFound, ProxySettingError, ProxyUnavailable
+from ..planes.proxy import Applied
 from ..settings import GatewaySettings
 from .bodies import StrictBody
-from .envelope import answer_or_raise, error_responses, ok
+from .envelope import error_responses, ok
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
-
     from ..planes import Planes
-
-STATUSES = {ProxySettingError: 400, ProxyEntryNotFound: 404, ProxyUnavailable: 503}
 
 
 class UpstreamRequest(StrictBody):
@@ -50,10 +46,6 @@ def _answer(data: Any, applied: Applied, message: str = "Operation successful") 
     if not applied.browser and applied.reason:
         body["hint"] = applied.reason
     return body
-
-
-async def _call(operation: Awaitable[Any]) -> Any:
-    return await answer_or_raise(operation, STATUSES)
 
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
@@ -85,12 +77,12 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.put("/v1/proxy/upstream")
     async def set_upstream(body: UpstreamRequest) -> dict[str, Any]:
         """Route the browser through an HTTP proxy; applies at once, no browser restart."""
-        upstream, applied = await _call(proxy.set_upstream(body.server, body.auth_cmd))
+        upstream, applied = await proxy.set_upstream(body.server, body.auth_cmd)
         return _answer(asdict(upstream), applied)
 
     @api.delete("/v1/proxy/upstream")
     async def remove_upstream() -> dict[str, Any]:
-        applied = await _call(proxy.remove_upstream())
+        applied = await proxy.remove_upstream()
         return _answer(None, applied, "Upstream proxy removed: the browser connects directly")
 
     @api.get("/v1/proxy/mappings")
@@ -100,12 +92,12 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.post("/v1/proxy/mappings")
     async def add_mapping(body: MappingRequest) -> dict[str, Any]:
         """Serve a host (pattern) from a local port: ``myapp.com`` -> ``:3000``."""
-        mapping, applied = await _call(proxy.add_mapping(body.source, body.target))
+        mapping, applied = await proxy.add_mapping(body.source, body.target)
         return _answer(asdict(mapping), applied)
 
     @api.delete("/v1/proxy/mappings/{source:path}")
     async def remove_mapping(source: str) -> dict[str, Any]:
-        mapping, applied = await _call(proxy.remove_mapping(source))
+        mapping, applied = await proxy.remove_mapping(source)
         return _answer(asdict(mapping), applied)
 
     @api.get("/v1/proxy/excludes")
@@ -115,19 +107,19 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.post("/v1/proxy/excludes")
     async def add_exclude(body: ExcludeRequest) -> dict[str, Any]:
         """Hosts or networks the browser reaches directly, around the upstream."""
-        applied = await _call(proxy.add_exclude(body.pattern))
+        applied = await proxy.add_exclude(body.pattern)
         return _answer(proxy.excludes(), applied)
 
     @api.delete("/v1/proxy/excludes")
     async def remove_exclude(body: ExcludeRequest) -> dict[str, Any]:
-        applied = await _call(proxy.remove_exclude(body.pattern))
+        applied = await proxy.remove_exclude(body.pattern)
         return _answer(proxy.excludes(), applied)
 
     @api.get("/v1/proxy/diagnose")
     async def diagnose(url: str = Query(..., min_length=1, max_length=8192)) -> dict[str, Any]:
         """Fetch ``url`` as the settings route it: ``{url, route, matched_mapping, resolved_target,
         target_reachable, status_code, latency_ms, error}``."""
-        diagnosis = await _call(proxy.diagnose(url))
+        diagnosis = await proxy.diagnose(url)
         return ok(asdict(diagnosis))
 
     return api

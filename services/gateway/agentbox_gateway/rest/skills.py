@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, File, Form, Query, UploadFile
 
-from ..planes.context_errors import ContextError, SkillNotFound
-from ..planes.skills import (
+from ..planes.context import (
     ARCHIVE_MAX_BYTES,
     SkillInfo,
     clear_skills,
@@ -21,7 +20,7 @@ from ..planes.skills import (
     skill_metadata,
 )
 from ..settings import GatewaySettings
-from .envelope import RestError, answer_or_raise, error_responses, ok
+from .envelope import RestError, error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -29,10 +28,6 @@ if TYPE_CHECKING:
 
 def _metadata(info: SkillInfo) -> dict[str, Any]:
     return {"name": info.name, "path": info.path, "metadata": info.metadata}
-
-
-async def _guarded(operation: Any) -> Any:
-    return await answer_or_raise(operation, {SkillNotFound: 404, ContextError: 400})
 
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
@@ -50,30 +45,30 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         data = await file.read(ARCHIVE_MAX_BYTES + 1) if file is not None else b""
         if len(data) > ARCHIVE_MAX_BYTES:
             raise RestError(413, f"the archive is larger than {ARCHIVE_MAX_BYTES} bytes")
-        installed = await _guarded(register_skills(root, data, path or None, name or None))
+        installed = await register_skills(root, data, path or None, name or None)
         return ok({"count": len(installed), "registered": [_metadata(info) for info in installed]})
 
     @api.get("/metadatas")
     async def metadatas(names: str | None = Query(None, description="comma-separated")) -> dict[str, Any]:
         """``{skills: [{name, path, metadata}]}``: every skill, or the named ones, with its front matter."""
         wanted = [n.strip() for n in names.split(",") if n.strip()] if names else None
-        return ok({"skills": [_metadata(info) for info in await _guarded(skill_metadata(root, wanted))]})
+        return ok({"skills": [_metadata(info) for info in await skill_metadata(root, wanted)]})
 
     @api.get("/{name}/content")
     async def content(name: str) -> dict[str, Any]:
         """``{name, path, content}``: SKILL.md without its front matter."""
-        info = await _guarded(skill_content(root, name))
+        info = await skill_content(root, name)
         return ok({key: value for key, value in asdict(info).items() if key != "metadata"})
 
     @api.delete("/{name}")
     async def delete(name: str) -> dict[str, Any]:
         """Remove one skill; answers its metadata as it was."""
-        return ok(_metadata(await _guarded(delete_skill(root, name))))
+        return ok(_metadata(await delete_skill(root, name)))
 
     @api.delete("")
     async def clear() -> dict[str, Any]:
         """Remove every skill folder; ``{removed: [names], count}``."""
-        removed = await _guarded(clear_skills(root))
+        removed = await clear_skills(root)
         return ok({"removed": removed, "count": len(removed)})
 
     return api

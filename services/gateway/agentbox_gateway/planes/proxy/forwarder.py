@@ -13,7 +13,8 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from .rules import ProxyConfig, ProxySettingError, Route, Upstream, split_url
+from .errors import ProxySettingError
+from .rules import ProxyConfig, Route, Upstream, split_url
 
 logger = logging.getLogger(__name__)
 

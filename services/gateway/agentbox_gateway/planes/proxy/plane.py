@@ -17,14 +17,13 @@ from agentbox_common.http import verified_tls
 from agentbox_common.processes import run_bounded
 
 from ..browser import BrowserError, BrowserPlane, BrowserUnavailable
+from .errors import ProxyEntryNotFound, ProxySettingError, ProxyUnavailable
 from .forwarder import Forwarder
 from .pac import build_pac
 from .rules import (
     MASK,
     Mapping,
     ProxyConfig,
-    ProxyEntryNotFound,
-    ProxySettingError,
     Upstream,
     parse_credentials,
     parse_exclude,
@@ -40,10 +39,6 @@ AUTH_CMD_TIMEOUT = 10.0
 DIAGNOSE_TIMEOUT = 10.0
 #: How long Chromium may take to fetch the PAC file again after being told to.
 APPLY_TIMEOUT = 5.0
-
-
-class ProxyUnavailable(Exception):
-    """The forwarder could not listen, so the browser cannot use the settings."""
 
 
 @dataclass(frozen=True)

@@ -11,20 +11,14 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
+from .errors import ProxySettingError
+
 #: What a password looks like in every answer.
 MASK = "****"
 _HOST_PATTERN = re.compile(r"^(\*|\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)*$|^\*$")
 _HOST = re.compile(r"^[a-z0-9-]+(\.[a-z0-9-]+)*$")
 _SLASHES = re.compile(r"/{2,}")
 _DOMAIN_EXCLUDE = re.compile(r"^(\*\.|\.)?[a-z0-9-]+(\.[a-z0-9-]+)*$")
-
-
-class ProxySettingError(ValueError):
-    """A setting was refused before anything changed (bad syntax, unknown entry)."""
-
-
-class ProxyEntryNotFound(LookupError):
-    """The mapping or exclude to remove is not set."""
 
 
 @dataclass(frozen=True)

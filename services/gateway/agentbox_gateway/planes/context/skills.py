@@ -17,7 +17,7 @@ from typing import Any
 import anyio.to_thread
 import yaml
 
-from .context_errors import ContextError, SkillNotFound
+from .errors import InvalidSkill, SkillNotFound
 
 SKILL_FILE = "SKILL.md"
 SKILL_MAX_BYTES = 1024 * 1024
@@ -44,6 +44,11 @@ def _description(front: dict[str, Any], body: str) -> str:
         if stripped and not stripped.startswith("#"):
             return " ".join(stripped.split())
     return "(no description)"
+
+
+def _is_folder_name(name: str) -> bool:
+    """One folder right under the skills directory: no separator, no dot folder, no padding."""
+    return bool(name) and not any(c in name for c in "/\\\x00") and not name.startswith(".") and name == name.strip()
 
 
 def _read_skill_file(path: Path) -> str:
@@ -87,8 +92,8 @@ async def load_skill(root: Path, name: str | None = None) -> str:
         for skill, description in skills:
             lines += [f"- {skill}", f"  {description}"]
         return "\n".join(lines)
-    if "/" in name or "\\" in name or "\x00" in name or name.startswith(".") or name != name.strip():
-        raise ContextError(f"Invalid skill name: {name} (a folder name under the skills directory)")
+    if not _is_folder_name(name):
+        raise InvalidSkill(f"Invalid skill name: {name} (a folder name under the skills directory)")
     return await anyio.to_thread.run_sync(_load_skill, root, name)
 
 
@@ -97,10 +102,6 @@ async def load_skill(root: Path, name: str | None = None) -> str:
 #: The most an uploaded skills archive may unpack to, and how many files it may hold.
 ARCHIVE_MAX_BYTES = 256 * 1024 * 1024
 ARCHIVE_MAX_FILES = 10_000
-
-
-class InvalidSkill(ContextError):
-    """A skill, archive or name that cannot be registered; nothing was changed."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class SkillInfo:
 
 
 def check_name(name: str) -> str:
-    if not name or "/" in name or "\\" in name or "\x00" in name or name.startswith(".") or name != name.strip():
+    if not _is_folder_name(name):
         raise InvalidSkill(f"Invalid skill name: {name!r} (a folder name under the skills directory)")
     return name
 

@@ -7,7 +7,7 @@ import os
 import shutil
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import anyio
 import anyio.to_thread
@@ -33,18 +33,44 @@ _FILE_OPERATIONS = (
 BrowserStatus = Callable[[], Awaitable[dict[str, Any]]]
 
 
+class ExecCapability(TypedDict):
+    available: bool
+    #: Where ``bash`` is, or None.
+    bash: str | None
+    pty: bool
+
+
+class CodeCapability(TypedDict):
+    available: bool
+    python: bool
+    javascript: bool
+    #: The interpreters (``python3``, ``node``) not found.
+    missing: list[str]
+
+
+class CapabilityReport(TypedDict):
+    """Which planes are up: each file operation, exec, the code interpreter, and the browser as its
+    plane reports it (``{"status": "absent", "error": ...}`` when that fails)."""
+
+    files: dict[str, bool]
+    exec: ExecCapability
+    code_interpreter: CodeCapability
+    browser: dict[str, Any]
+
+
 class Capabilities:
     """The last report and when it was made; one probe at a time."""
 
     def __init__(self) -> None:
-        self._cached: tuple[float, dict[str, Any]] | None = None
+        self._cached: tuple[float, CapabilityReport] | None = None
         self._lock = anyio.Lock()
 
     def forget(self) -> None:
         self._cached = None
 
-    async def report(self, browser_status: BrowserStatus, refresh: bool = False) -> dict[str, Any]:
-        """Which planes are up right now; cached for 5 s unless ``refresh``."""
+    async def report(self, browser_status: BrowserStatus | None, refresh: bool = False) -> CapabilityReport:
+        """Which planes are up right now; cached for 5 s unless ``refresh``. Without a browser status
+        probe the browser is ``absent``."""
         async with self._lock:
             cached = self._cached
             if not refresh and cached is not None and time.monotonic() - cached[0] < CAPABILITIES_TTL:
@@ -54,7 +80,7 @@ class Capabilities:
             return report
 
 
-async def _probe(browser_status: BrowserStatus) -> dict[str, Any]:
+async def _probe(browser_status: BrowserStatus | None) -> CapabilityReport:
     path = sandbox_environment().get("PATH")
 
     def locate() -> dict[str, str | None]:
@@ -64,6 +90,8 @@ async def _probe(browser_status: BrowserStatus) -> dict[str, Any]:
 
     found = await anyio.to_thread.run_sync(locate)
     try:
+        if browser_status is None:
+            raise LookupError("no browser plane")
         with anyio.fail_after(BROWSER_STATUS_TIMEOUT):
             browser = dict(await browser_status())
     except Exception as exc:  # the report must never fail (or hang) because one plane does

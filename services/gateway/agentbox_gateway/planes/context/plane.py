@@ -1,6 +1,6 @@
 """The context plane: what this sandbox is (OS, user, runtimes, occupied ports and their preview
-URLs, tools), which packages its interpreters have, which skills it carries (``skills``), and which
-planes are up right now (``capabilities``).
+URLs, tools), which packages its interpreters have, which skills it carries (:mod:`.skills`), and
+which planes are up right now (:mod:`.capabilities`).
 
 Probes that start programs (runtime versions, tool lookup) are cached for a short while; everything
 blocking runs in a worker thread or as an asyncio subprocess, never on the event loop."""
@@ -25,13 +25,12 @@ import anyio.to_thread
 
 from agentbox_common.processes import run_bounded, sandbox_environment
 
-from .. import __version__
-from ..settings import GatewaySettings
-from .browser import gateway_base
-from .capabilities import BrowserStatus, Capabilities
-from .context_errors import ContextError
-from .context_errors import SkillNotFound as SkillNotFound  # re-exported: callers catch it from here
-from .preview import preview_links
+from ... import __version__
+from ...settings import GatewaySettings
+from ..browser import gateway_base
+from ..preview import preview_links
+from .capabilities import BrowserStatus, Capabilities, CapabilityReport
+from .errors import ContextError, RuntimeUnavailable
 from .skills import load_skill
 
 #: How long runtime/tool probes stay fresh (seconds).
@@ -117,6 +116,7 @@ class SandboxContext:
     previews: list[dict[str, Any]] = field(default_factory=list)
 
     def system(self) -> dict[str, Any]:
+        """The facts about the machine and its user (``workspace`` only when there is one)."""
         system = {
             "os": self.os,
             "os_version": self.os_version,
@@ -154,27 +154,6 @@ class SandboxContext:
             f"Tools: {', '.join(tools) or 'none'}",
         ]
         return "\n".join(lines)
-
-    def to_tool_json(self) -> dict[str, Any]:
-        """What ``sandbox_get_context`` returns: the fields, plus AIO 1.x's ``info`` summary."""
-        return {
-            **self.system(),
-            "version": self.version,
-            "runtimes": self.runtimes,
-            "utils": self.utils,
-            "info": self.summary(),
-        }
-
-    def to_sandbox_response(self) -> dict[str, Any]:
-        """``GET /v1/sandbox``: the envelope's top-level extras (``data`` is the summary)."""
-        response: dict[str, Any] = {
-            "home_dir": self.home_dir,
-            "version": self.version,
-            "detail": {"system": self.system(), "runtime": self.runtimes, "utils": self.utils},
-        }
-        if self.workspace:
-            response["workspace"] = self.workspace
-        return response
 
 
 @dataclass
@@ -272,8 +251,10 @@ def _runtime_binaries(path: str | None) -> dict[str, dict[str, list[str]]]:
 
 
 class ContextPlane:
-    def __init__(self, settings: GatewaySettings) -> None:
+    def __init__(self, settings: GatewaySettings, browser_status: BrowserStatus | None = None) -> None:
         self.settings = settings
+        #: The browser plane's status probe, for the capability report.
+        self.browser_status = browser_status
         #: The gateway's own address, for preview URLs when no request says how callers reach it.
         self.local_base = gateway_base(settings)
         self._static: dict[str, str] | None = None
@@ -348,7 +329,7 @@ class ContextPlane:
         if language == "python":
             python = await _which("python3", path)
             if python is None:
-                raise ContextError("python3 is not installed in this sandbox")
+                raise RuntimeUnavailable("python3 is not installed in this sandbox")
             output = await _run([python, "-c", _PYTHON_PACKAGES], PACKAGES_TIMEOUT)
             packages = []
             for line in output.splitlines():
@@ -358,12 +339,12 @@ class ContextPlane:
             return PackageListing("python", packages)
         npm = await _which("npm", path)
         if npm is None:
-            raise ContextError("npm is not installed in this sandbox")
+            raise RuntimeUnavailable("npm is not installed in this sandbox")
         output = await _run([npm, "ls", "-g", "--depth=0", "--json"], PACKAGES_TIMEOUT, check=False)
         try:
             tree = json.loads(output or "{}")
         except json.JSONDecodeError:
-            raise ContextError("npm ls returned output that is not JSON") from None
+            raise RuntimeUnavailable("npm ls returned output that is not JSON") from None
         dependencies = tree.get("dependencies") or {}
         return PackageListing(
             "nodejs",
@@ -378,9 +359,12 @@ class ContextPlane:
 
     # --- capabilities
 
-    async def capabilities(self, browser_status: BrowserStatus, refresh: bool = False) -> dict[str, Any]:
-        """Which planes are up right now; cached for 5 s unless ``refresh``."""
-        return await self._capabilities.report(browser_status, refresh)
+    async def capabilities(
+        self, browser_status: BrowserStatus | None = None, refresh: bool = False
+    ) -> CapabilityReport:
+        """Which planes are up right now, the browser as ``browser_status`` (else the plane's own
+        probe) reports it; cached for 5 s unless ``refresh``."""
+        return await self._capabilities.report(browser_status or self.browser_status, refresh)
 
 
 async def _run(args: list[str], limit: float, check: bool = True) -> str:
@@ -388,10 +372,10 @@ async def _run(args: list[str], limit: float, check: bool = True) -> str:
     try:
         returncode, stdout, stderr = await run_bounded(args, limit)
     except TimeoutError:
-        raise ContextError(f"{os.path.basename(args[0])} did not answer within {limit:g}s") from None
+        raise RuntimeUnavailable(f"{os.path.basename(args[0])} did not answer within {limit:g}s") from None
     if check and returncode != 0:
         detail = stderr.decode(errors="replace").strip().splitlines()
-        raise ContextError(f"{os.path.basename(args[0])} failed: {detail[-1] if detail else returncode}")
+        raise RuntimeUnavailable(f"{os.path.basename(args[0])} failed: {detail[-1] if detail else returncode}")
     return stdout.decode(errors="replace")
 
 
@@ -403,7 +387,7 @@ async def _probe_version(binary: str, args: list[str]) -> str | None:
     """``Python 3.11.2`` / ``v20.1.0`` -> ``3.11.2`` / ``20.1.0``; None when the probe fails."""
     try:
         output = await _run([binary, *args], PROBE_TIMEOUT)
-    except (ContextError, OSError):
+    except (RuntimeUnavailable, OSError):
         return None
     match = re.search(r"(\d+(?:\.\d+)+)", output)
     return match.group(1) if match else (output.strip() or None)

@@ -9,16 +9,29 @@ from fastapi import APIRouter, Query, Request
 
 from .. import __version__
 from ..cdp_proxy import request_public_base
-from ..planes.context import ContextError
+from ..planes.context import SandboxContext
 from ..settings import GatewaySettings
-from .envelope import RestError, error_responses, ok
+from .envelope import error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
 
 
+def _sandbox_response(snapshot: SandboxContext) -> dict[str, Any]:
+    """``GET /v1/sandbox``: the envelope (``data`` is the summary) and its top-level extras."""
+    response: dict[str, Any] = {
+        **ok(snapshot.summary()),
+        "home_dir": snapshot.home_dir,
+        "version": snapshot.version,
+        "detail": {"system": snapshot.system(), "runtime": snapshot.runtimes, "utils": snapshot.utils},
+    }
+    if snapshot.workspace:
+        response["workspace"] = snapshot.workspace
+    return response
+
+
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
-    context, browser = planes.context, planes.browser
+    context = planes.context
     api = APIRouter(prefix="/v1", tags=["sandbox"], responses=error_responses(503))
 
     @api.get("/ping")
@@ -31,14 +44,10 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         """The envelope (``data`` = summary text) plus top-level ``home_dir``, ``version``, ``detail``
         {system (with ``previews``: the listening ports' preview URLs), runtime, utils} and
         ``workspace`` when there is one."""
-        snapshot = await context.get_context(request_public_base(request, context.local_base))
-        return {**ok(snapshot.summary()), **snapshot.to_sandbox_response()}
+        return _sandbox_response(await context.get_context(request_public_base(request, context.local_base)))
 
     async def packages(language: str) -> dict[str, Any]:
-        try:
-            [listing] = await context.get_packages(language)
-        except ContextError as exc:
-            raise RestError(503, str(exc)) from None
+        [listing] = await context.get_packages(language)
         return ok(listing.packages)
 
     @api.get("/sandbox/packages/python")
@@ -56,6 +65,6 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         refresh: bool = Query(False, description="probe now instead of the 5 s cache"),
     ) -> dict[str, Any]:
         """Which planes are up: files, exec (bash), code_interpreter (python3/node), browser (CDP)."""
-        return ok(await context.capabilities(browser.status, refresh=refresh))
+        return ok(await context.capabilities(refresh=refresh))
 
     return api
