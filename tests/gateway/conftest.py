@@ -12,19 +12,31 @@ from tests.support.headless_chromium import Chromium, headless_chromium, pages_a
 from tests.support.servers import serve_app
 
 
-@pytest.fixture
-def gateway_settings(tmp_path: Path) -> GatewaySettings:
+def isolated_settings(skills: Path) -> GatewaySettings:
     """Settings isolated from the machine: a private skills folder, nothing aggregated, no key, the
     browser proxy on any free port."""
+    return replace(GatewaySettings.from_env({}), skills_path=skills, browser_proxy_port=0)
+
+
+@pytest.fixture
+def gateway_settings(tmp_path: Path) -> GatewaySettings:
     skills = tmp_path / "skills"
     skills.mkdir()
-    return replace(GatewaySettings.from_env({}), skills_path=skills, browser_proxy_port=0)
+    return isolated_settings(skills)
 
 
 @pytest.fixture
 def gateway(gateway_settings: GatewaySettings) -> Iterator[str]:
     """A real gateway on a random loopback port; yields its base URL."""
     with serve_app(build_app(gateway_settings)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def module_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One real gateway for a whole test module, for modules whose tests leave nothing another test
+    could see (refusals, reads of their own tmp_path): starting one per test was most of their time."""
+    with serve_app(build_app(isolated_settings(tmp_path_factory.mktemp("skills")))) as url:
         yield url
 
 

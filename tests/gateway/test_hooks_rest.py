@@ -71,8 +71,9 @@ def test_hooks_run_at_shutdown_by_priority_with_timeouts(gateway_settings: Gatew
         ({"name": "x", "command": "   "}, 400),
     ],
 )
-def test_bad_registrations_change_nothing(gateway: str, body: dict, status: int) -> None:
-    response = httpx.post(f"{gateway}/v1/sandbox/hooks", json=body, timeout=30)
+def test_bad_registrations_change_nothing(module_gateway: str, body: dict, status: int) -> None:
+    """One gateway for every case, so nothing a refused registration left would go unseen."""
+    response = httpx.post(f"{module_gateway}/v1/sandbox/hooks", json=body, timeout=30)
     assert response.status_code == status, response.text
     assert response.json()["success"] is False
-    assert httpx.get(f"{gateway}/v1/sandbox/hooks", timeout=30).json()["data"] == []
+    assert httpx.get(f"{module_gateway}/v1/sandbox/hooks", timeout=30).json()["data"] == []

@@ -42,7 +42,14 @@ SCHEMA_VIOLATIONS = [
 ]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
+def gateway(module_gateway: str) -> str:
+    """One gateway for the module: its tests are refusals that change nothing, and a session of its own
+    (``contract-taken``) that no other test names."""
+    return module_gateway
+
+
+@pytest.fixture(scope="module")
 def document(gateway: str) -> dict[str, Any]:
     return httpx.get(f"{gateway}/v1/openapi.json", timeout=10).json()
 
