@@ -14,6 +14,7 @@ import httpx
 import pytest
 from playwright.async_api import Page, async_playwright
 
+from agentbox_gateway.browser_links import browser_info_data
 from agentbox_gateway.planes.browser import BrowserPlane, BrowserUnavailable, InvalidAction, parse_action
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.headless_chromium import Chromium
@@ -56,13 +57,13 @@ async def test_info_reports_public_cdp_url_user_agent_and_viewport(
         version = (await client.get(f"{chromium.cdp_url}/json/version")).json()
     browser_id = version["webSocketDebuggerUrl"].rsplit("/", 1)[1]
     async with shown(chromium.cdp_url, f"{pages_url}/form") as page:
-        info = await plane.info("https://sandbox.example.com/team-a")
+        info = browser_info_data(await plane.info(), "https://sandbox.example.com/team-a", None)
         assert info["cdp_url"] == f"wss://sandbox.example.com/team-a/cdp/devtools/browser/{browser_id}"
         assert info["user_agent"] == await page.evaluate("navigator.userAgent")
         size = await page.evaluate("[innerWidth, innerHeight]")
         assert info["viewport"] == {"width": size[0], "height": size[1]}
         assert info["vnc_url"] is None
-        plain = await plane.info("http://10.0.0.5:8091")
+        plain = browser_info_data(await plane.info(), "http://10.0.0.5:8091", None)
         assert plain["cdp_url"] == f"ws://10.0.0.5:8091/cdp/devtools/browser/{browser_id}"  # never a key in it
 
 
@@ -73,7 +74,7 @@ async def test_screenshot_is_a_png_of_the_page_on_display(
         red = await plane.screenshot()
         async with shown(chromium.cdp_url, f"{pages_url}/color/rgb(0,0,255)"):
             blue = await plane.screenshot()
-            viewport = (await plane.info("http://x"))["viewport"]
+            viewport = (await plane.info()).viewport
     for shot, colour in ((red, (255, 0, 0)), (blue, (0, 0, 255))):
         image = decode_png(shot.png, rows=11)
         assert (image.width, image.height) == (shot.width, shot.height)
@@ -209,7 +210,7 @@ async def test_no_chromium_is_a_typed_error() -> None:
         status = await nowhere.status()
         assert status["status"] == "absent" and "did not answer" in status["detail"]
         with pytest.raises(BrowserUnavailable):
-            await nowhere.info("http://x")
+            await nowhere.info()
         with pytest.raises(BrowserUnavailable):
             await nowhere.screenshot()
         for action in ({"action_type": "CLICK", "x": 1, "y": 1}, {"action_type": "WAIT", "duration": 0}):

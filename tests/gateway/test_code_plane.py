@@ -253,6 +253,30 @@ async def test_idle_sessions_expire(plane: CodePlane) -> None:
         await plane.get_session("brief")
 
 
+async def test_kernel_names_follow_the_installed_python(plane: CodePlane) -> None:
+    minor = "python" + ".".join((await plane.runtime("python")).version.split(".")[:2])
+    assert await plane.kernels() == ["python3", minor]
+    assert [await plane.kernel(name) for name in (None, "", "python", minor)] == [
+        "python3",
+        "python3",
+        "python3",
+        minor,
+    ]
+    with pytest.raises(InvalidRequest, match=f"kernel 'julia' is not available; available kernels: python3, {minor}"):
+        await plane.kernel("julia")
+
+
+@needs_node
+async def test_node_versions_are_the_installed_major(plane: CodePlane) -> None:
+    major = (await plane.runtime("node")).version.split(".")[0]
+    assert await plane.node_versions() == [f"node{major}"]
+    for version in (None, "", major, f"node{major}"):
+        await plane.check_node_version(version)
+    with pytest.raises(InvalidRequest, match=f"Node.js node8 is not installed; available: node{major}"):
+        await plane.check_node_version("node8")
+    assert [runtime.language for runtime in await plane.runtimes()] == ["python", "javascript"]
+
+
 async def test_bad_requests_are_refused(plane: CodePlane) -> None:
     with pytest.raises(UnsupportedLanguage, match="supported languages: python, javascript"):
         await plane.execute("ruby", "puts 1")

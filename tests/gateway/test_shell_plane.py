@@ -164,6 +164,30 @@ async def test_cwd_moves_the_session_and_must_exist(plane: ShellPlane) -> None:
     assert (await plane.run("pwd")).cwd == "/tmp"
 
 
+async def test_a_lenient_cwd_that_is_no_directory_stays_in_the_session_directory(plane: ShellPlane) -> None:
+    session = await plane.session_or_create(None)
+    await (await session.start("cd /tmp")).wait()
+    record = await session.start("pwd", cwd="/definitely/not/here", strict_cwd=False)
+    await record.wait()
+    assert record.output.text() == "/tmp\n"
+    with pytest.raises(InvalidRequest, match="does not exist"):
+        await session.start("pwd", cwd="/definitely/not/here")
+
+
+async def test_a_session_starts_from_a_snapshot_or_not_at_all(plane: ShellPlane, tmp_path: Path) -> None:
+    snapshot = tmp_path / "state.sh"
+    snapshot.write_text("export FROM_SNAPSHOT=yes\ngreet() { echo hello $1; }\n")
+    session = await plane.create_session("snap", snapshot=str(snapshot))
+    record = await session.start('echo "$FROM_SNAPSHOT"; greet you')
+    await record.wait()
+    assert record.output.text() == "yes\nhello you\n"
+    broken = tmp_path / "broken.sh"
+    broken.write_text("echo half >&2; return 3\n")
+    with pytest.raises(InvalidRequest, match=r"sourcing .*broken.sh failed \(exit 3\): half"):
+        await plane.create_session("snap-broken", snapshot=str(broken))
+    assert [s.session_id for s in plane.sessions()] == ["snap"]
+
+
 async def test_secrets_are_not_in_the_environment(plane: ShellPlane, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIO_API_KEY", "plane-secret-123")
     record = await plane.run('echo "[$AIO_API_KEY]"; env | grep -c plane-secret-123', new_session=True)

@@ -8,18 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
-from ..cdp_proxy import request_public_base, with_ticket
+from ..browser_links import browser_info_data
+from ..cdp_proxy import request_public_base
 from ..planes.browser import (
     ACTION_TYPES,
     BUTTONS,
     MAX_SCROLL_NOTCHES,
     MAX_TEXT_CHARS,
     MAX_WAIT_SECONDS,
-    BrowserError,
     BrowserUnavailable,
-    InvalidAction,
 )
-from ..vnc import signed_vnc_url
 from .registry import ToolSpec, current_request
 from .results import ToolError, image_result, json_result
 
@@ -103,33 +101,28 @@ ACTION_SCHEMA: dict[str, Any] = {
 
 
 def _no_worker(exc: BrowserUnavailable) -> ToolError:
-    return ToolError(f"No computer-use worker: Chromium's DevTools endpoint is unreachable: {exc}")
+    return ToolError(f"No computer-use worker: Chromium's DevTools endpoint is unreachable: {exc.cause}")
 
 
 def tools(planes: Planes) -> list[ToolSpec]:
+    """No Chromium is answered in the seed's words per tool; other plane errors by the registry."""
     plane = planes.browser
 
     async def get_info(args: dict[str, Any]) -> types.CallToolResult:
         request = current_request.get()
-        base = request_public_base(request, plane.local_base) if request is not None else plane.local_base
         try:
-            info = await plane.info(base)
-            if request is not None:
-                info["cdp_url"] = with_ticket(info["cdp_url"], request.scope)
-                info["vnc_url"] = signed_vnc_url(info["vnc_url"], request.scope)
-            return json_result(info)
+            info = await plane.info()
         except BrowserUnavailable as exc:
-            raise ToolError(f"No reachable CDP port: {exc}") from exc
-        except BrowserError as exc:
-            raise ToolError(f"browser_get_info failed: {exc}") from exc
+            raise ToolError(f"No reachable CDP port: {exc.cause}") from exc
+        if request is None:
+            return json_result(browser_info_data(info, plane.local_base, None))
+        return json_result(browser_info_data(info, request_public_base(request, plane.local_base), request.scope))
 
     async def screenshot(args: dict[str, Any]) -> types.CallToolResult:
         try:
             shot = await plane.screenshot()
         except BrowserUnavailable as exc:
             raise _no_worker(exc) from exc
-        except BrowserError as exc:
-            raise ToolError(f"Screenshot failed: {exc}") from exc
         caption = (
             f"Browser display {shot.width}x{shot.height} pixels (PNG); browser_gui_execute_action "
             "coordinates are pixels of this image."
@@ -139,12 +132,8 @@ def tools(planes: Planes) -> list[ToolSpec]:
     async def execute_action(args: dict[str, Any]) -> types.CallToolResult:
         try:
             performed = await plane.execute_action(args["action"])
-        except InvalidAction as exc:
-            raise ToolError(f"Invalid action: {exc}") from exc
         except BrowserUnavailable as exc:
             raise _no_worker(exc) from exc
-        except BrowserError as exc:
-            raise ToolError(f"Action failed: {exc}") from exc
         return json_result({"status": "success", "action_performed": performed})
 
     return [

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from mcp import types
 
 from ..mcp_streaming import current_output_sink
-from ..planes.code import CodeError, Execution
+from ..planes.code import Execution
 from .registry import ToolSpec
-from .results import ToolError, text_result
+from .results import text_result
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -47,15 +47,12 @@ def failure_text(execution: Execution) -> str:
 
 def tools(planes: Planes) -> list[ToolSpec]:
     async def execute_code(arguments: dict[str, Any]) -> types.CallToolResult:
-        try:
-            execution = await planes.code.execute(
-                arguments.get("language"),
-                arguments["code"],
-                timeout=arguments.get("timeout"),
-                on_output=current_output_sink.get(),
-            )
-        except CodeError as exc:
-            raise ToolError(str(exc)) from None
+        execution = await planes.code.execute(
+            arguments.get("language"),
+            arguments["code"],
+            timeout=arguments.get("timeout"),
+            on_output=current_output_sink.get(),
+        )
         if execution.status == "ok":
             return text_result(answer_text(execution))
         return text_result(failure_text(execution), is_error=True)

@@ -1,27 +1,28 @@
 """REST door of the browser plane, as the agent-sandbox SDK calls it: ``GET /v1/browser/info``,
 ``GET /v1/browser/screenshot`` (raw PNG), ``POST /v1/browser/actions`` (a bare action object),
-``POST /v1/browser/config`` (display resolution). No reachable Chromium -> 503 with the envelope."""
+``POST /v1/browser/config`` (display resolution). No reachable Chromium -> 503 with the envelope
+(the plane's errors are answered by the one handler); a rejected action or resolution is a 422 like
+any invalid body, as the SDK expects."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, TypeVar
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Body, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 
-from ..cdp_proxy import request_public_base, with_ticket
-from ..planes.browser import BrowserError, BrowserUnavailable, InvalidAction
+from ..browser_links import browser_info_data
+from ..cdp_proxy import request_public_base
+from ..planes.browser import InvalidAction
 from ..settings import GatewaySettings
-from ..vnc import signed_vnc_url
 from .bodies import StrictBody
-from .envelope import RestError, error_responses, ok
+from .envelope import error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
-
-T = TypeVar("T")
 
 
 class Resolution(StrictBody):
@@ -33,17 +34,14 @@ class BrowserConfig(StrictBody):
     resolution: Resolution | None = None
 
 
-async def _guarded(operation: Awaitable[T], what: str) -> T:
-    """Plane errors as HTTP: 503 no Chromium, 422 rejected input, 500 failed in the browser."""
+@contextlib.contextmanager
+def _invalid_as_422() -> Iterator[None]:
+    """A rejected action or setting answered as FastAPI answers a bad body (422, the field named)."""
     try:
-        return await operation
-    except BrowserUnavailable as exc:
-        raise RestError(503, "Browser unavailable: no reachable CDP port", hint=str(exc)) from exc
+        yield
     except InvalidAction as exc:
         location = ("body", exc.field) if exc.field else ("body",)
-        raise RequestValidationError([{"loc": location, "msg": str(exc), "type": "value_error"}]) from exc
-    except BrowserError as exc:
-        raise RestError(500, f"{what} failed: {exc}") from exc
+        raise RequestValidationError([{"loc": location, "msg": exc.detail, "type": "value_error"}]) from exc
 
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
@@ -53,10 +51,8 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.get("/info")
     async def browser_info(request: Request) -> dict[str, Any]:
         """CDP URL (through this gateway), user agent, viewport; ``vnc_url`` (the live view) or "" (none)."""
-        base = request_public_base(request, plane.local_base)
-        info = await _guarded(plane.info(base), "browser info")
-        cdp_url = with_ticket(info["cdp_url"], request.scope)
-        return ok({**info, "cdp_url": cdp_url, "vnc_url": signed_vnc_url(info["vnc_url"], request.scope) or ""})
+        data = browser_info_data(await plane.info(), request_public_base(request, plane.local_base), request.scope)
+        return ok({**data, "vnc_url": data["vnc_url"] or ""})
 
     @api.get(
         "/screenshot",
@@ -64,7 +60,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         responses={200: {"content": {"image/png": {}}, "description": "PNG of the browser's display"}},
     )
     async def browser_screenshot() -> Response:
-        shot = await _guarded(plane.screenshot(), "screenshot")
+        shot = await plane.screenshot()
         size = {"width": str(shot.width), "height": str(shot.height)}
         return Response(
             shot.png,
@@ -80,7 +76,8 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.post("/actions")
     async def browser_action(action: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
         """One GUI action object, e.g. ``{"action_type": "CLICK", "x": 10, "y": 20}``."""
-        performed = await _guarded(plane.execute_action(action), "action")
+        with _invalid_as_422():
+            performed = await plane.execute_action(action)
         result = {"status": "success", "action_performed": performed}
         return {**ok(result), **result}
 
@@ -88,11 +85,10 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     async def browser_config(config: BrowserConfig) -> dict[str, Any]:
         """Set the display resolution (one of the SDK's allowed sizes); the page area follows."""
         if config.resolution is None:
-            viewport = await _guarded(plane.viewport(), "browser config")
+            viewport = await plane.viewport()
         else:
-            viewport = await _guarded(
-                plane.set_viewport(config.resolution.width, config.resolution.height), "browser config"
-            )
+            with _invalid_as_422():
+                viewport = await plane.set_viewport(config.resolution.width, config.resolution.height)
         return ok({"viewport": viewport})
 
     return api

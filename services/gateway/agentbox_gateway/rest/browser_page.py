@@ -13,8 +13,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..planes.browser import BrowserUnavailable
-from ..planes.browser.page import PageFailed
+from ..planes.browser import PageFailed
 from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import RestError, error_responses, ok
@@ -212,10 +211,10 @@ def display_router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
 
 async def _forward(planes: Planes, operation: str, arguments: dict[str, Any]) -> Any:
+    """The operation's data. The browser program's refusals keep their status (the SDK reads them),
+    which no error kind carries, so they are answered here; no browser program is the handler's 503."""
     try:
         return await planes.page.call(operation, arguments)
-    except BrowserUnavailable as exc:
-        raise RestError(503, "Browser unavailable: the browser program does not answer", hint=str(exc)) from exc
     except PageFailed as exc:
         if exc.status >= 500 and exc.status not in (503, 504):  # the browser program broke: never a 500 here
             raise RestError(502, f"the browser program failed the operation: {exc}") from exc

@@ -8,37 +8,22 @@ outputs; no ipykernel is involved."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter
 from pydantic import Field
 
-from ..planes.code import (
-    DEFAULT_TIMEOUT,
-    LANGUAGES,
-    MAX_TIMEOUT,
-    SESSION_IDLE,
-    CodeError,
-    Execution,
-    InvalidRequest,
-    RuntimeUnavailable,
-    SessionInfo,
-    SessionLimitReached,
-    SessionNotFound,
-)
+from ..planes.code import DEFAULT_TIMEOUT, MAX_TIMEOUT, SESSION_IDLE, Execution, SessionInfo
 from ..settings import GatewaySettings
 from .bodies import StrictBody
-from .envelope import RestError, error_responses, failed, ok
+from .envelope import error_responses, failed, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
 
 #: The longest a Node.js REPL may stay idle, in seconds (a week): its info reports it in integer milliseconds.
 MAX_IDLE_TIME = 7 * 24 * 3600.0
-_STATUS = {SessionNotFound: 404, SessionLimitReached: 429, RuntimeUnavailable: 503}
 _DESCRIPTIONS = {
     "python": "Python interpreter: stateless calls on a warm fork server, or stateful REPL sessions",
     "javascript": "Node.js: stateless calls on a pre-started node, or stateful REPL sessions",
@@ -90,14 +75,6 @@ class NodeJsUpdateSessionRequest(StrictBody):
     max_idle_time: float | None = None  # seconds
 
 
-@contextlib.contextmanager
-def _plane_errors() -> Iterator[None]:
-    try:
-        yield
-    except CodeError as exc:
-        raise RestError(_STATUS.get(type(exc), 400), str(exc)) from None
-
-
 def _envelope(execution: Execution, data: dict[str, Any]) -> dict[str, Any]:
     if execution.status == "ok":
         return ok(data)
@@ -138,71 +115,49 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     plane = planes.code
     api = APIRouter(responses=error_responses(400, 404, 429, 503))
 
-    async def python_kernels() -> list[str]:
-        runtime = await plane.runtime("python")
-        return ["python3", "python" + ".".join(runtime.version.split(".")[:2])]
-
-    async def kernel(name: str | None) -> str:
-        if name in (None, "", "python3", "python"):
-            return "python3"
-        available = await python_kernels()
-        if name not in available:
-            raise InvalidRequest(f"kernel {name!r} is not available; available kernels: {', '.join(available)}")
-        return name
-
-    async def node_major() -> str:
-        return (await plane.runtime("javascript")).version.split(".")[0]
-
     # -- /v1/code --------------------------------------------------------------------------------
 
     @api.post("/v1/code/execute")
     async def execute_code(body: CodeExecuteRequest) -> dict[str, Any]:
-        with _plane_errors():
-            execution = await plane.execute(
-                body.language,
-                body.code,
-                timeout=body.timeout,
-                cwd=body.cwd,
-                session_id=body.session_id,
-                stateful=bool(body.stateful),
-            )
+        execution = await plane.execute(
+            body.language,
+            body.code,
+            timeout=body.timeout,
+            cwd=body.cwd,
+            session_id=body.session_id,
+            stateful=bool(body.stateful),
+        )
         return _envelope(execution, _code_data(execution))
 
     @api.get("/v1/code/info")
     async def code_info() -> dict[str, Any]:
-        languages = []
-        for language in LANGUAGES:
-            try:
-                runtime = await plane.runtime(language)
-            except RuntimeUnavailable:
-                continue
-            languages.append(
-                {
-                    "language": language,
-                    "description": _DESCRIPTIONS[language],
-                    "runtime_version": runtime.version,
-                    "default_timeout": DEFAULT_TIMEOUT,
-                    "max_timeout": MAX_TIMEOUT,
-                    "details": {
-                        "executable": runtime.executable,
-                        "stateful": True,
-                        "max_sessions": plane.max_sessions,
-                        "session_idle_timeout_seconds": int(SESSION_IDLE[language]),
-                    },
-                }
-            )
+        languages = [
+            {
+                "language": runtime.language,
+                "description": _DESCRIPTIONS[runtime.language],
+                "runtime_version": runtime.version,
+                "default_timeout": DEFAULT_TIMEOUT,
+                "max_timeout": MAX_TIMEOUT,
+                "details": {
+                    "executable": runtime.executable,
+                    "stateful": True,
+                    "max_sessions": plane.max_sessions,
+                    "session_idle_timeout_seconds": int(SESSION_IDLE[runtime.language]),
+                },
+            }
+            for runtime in await plane.runtimes()
+        ]
         return ok({"languages": languages})
 
     # -- /v1/jupyter -----------------------------------------------------------------------------
 
     @api.post("/v1/jupyter/execute")
     async def jupyter_execute(body: JupyterExecuteRequest) -> dict[str, Any]:
-        with _plane_errors():
-            kernel_name = await kernel(body.kernel_name)
-            # Stateful as a Jupyter kernel is: without a session_id a session is made, and its id answered.
-            execution = await plane.execute(
-                "python", body.code, timeout=body.timeout, cwd=body.cwd, session_id=body.session_id, stateful=True
-            )
+        kernel_name = await plane.kernel(body.kernel_name)
+        # Stateful as a Jupyter kernel is: without a session_id a session is made, and its id answered.
+        execution = await plane.execute(
+            "python", body.code, timeout=body.timeout, cwd=body.cwd, session_id=body.session_id, stateful=True
+        )
         data = {
             "kernel_name": kernel_name,
             "session_id": execution.session_id,
@@ -215,10 +170,9 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.get("/v1/jupyter/info")
     async def jupyter_info() -> dict[str, Any]:
-        with _plane_errors():
-            runtime = await plane.runtime("python")
-            kernels = await python_kernels()
-            sessions = await plane.list_sessions("python")
+        runtime = await plane.runtime("python")
+        kernels = await plane.kernels()
+        sessions = await plane.list_sessions("python")
         return ok(
             {
                 "default_kernel": "python3",
@@ -234,9 +188,8 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.post("/v1/jupyter/sessions/create")
     async def jupyter_create_session(body: JupyterCreateSessionRequest) -> dict[str, Any]:
-        with _plane_errors():
-            kernel_name = await kernel(body.kernel_name)
-            info, created = await plane.create_session("python", body.session_id, cwd=body.cwd)
+        kernel_name = await plane.kernel(body.kernel_name)
+        info, created = await plane.create_session("python", body.session_id, cwd=body.cwd)
         message = "Session created" if created else "Session already exists"
         return ok({"session_id": info.session_id, "kernel_name": kernel_name, "message": message}, message)
 
@@ -254,8 +207,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.delete("/v1/jupyter/sessions/{session_id}")
     async def jupyter_delete_session(session_id: str) -> dict[str, Any]:
-        with _plane_errors():
-            await plane.delete_session(session_id, "python")
+        await plane.delete_session(session_id, "python")
         return ok({"session_id": session_id}, "Session deleted")
 
     @api.delete("/v1/jupyter/sessions")
@@ -267,21 +219,17 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.post("/v1/nodejs/execute")
     async def nodejs_execute(body: NodeJsExecuteRequest) -> dict[str, Any]:
-        with _plane_errors():
-            if body.version:
-                major = await node_major()
-                if body.version.removeprefix("node") != major:
-                    raise InvalidRequest(f"Node.js {body.version} is not installed; available: node{major}")
-            execution = await plane.execute(
-                "javascript",
-                body.code,
-                timeout=body.timeout,
-                cwd=body.cwd,
-                session_id=body.session_id,
-                stateful=bool(body.stateful),
-                stdin=body.stdin,
-                files=body.files,
-            )
+        await plane.check_node_version(body.version)
+        execution = await plane.execute(
+            "javascript",
+            body.code,
+            timeout=body.timeout,
+            cwd=body.cwd,
+            session_id=body.session_id,
+            stateful=bool(body.stateful),
+            stdin=body.stdin,
+            files=body.files,
+        )
         data = {
             "language": "javascript",
             "status": execution.status,
@@ -297,9 +245,8 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.get("/v1/nodejs/info")
     async def nodejs_info() -> dict[str, Any]:
-        with _plane_errors():
-            runtime = await plane.runtime("javascript")
-        major = runtime.version.split(".")[0]
+        runtime = await plane.runtime("javascript")
+        versions = await plane.node_versions()
         return ok(
             {
                 "node_version": f"v{runtime.version}",
@@ -307,8 +254,8 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
                 "supported_languages": ["javascript"],
                 "description": "Node.js execution: stateless calls or persistent REPL sessions",
                 "runtime_directory": os.path.dirname(runtime.executable),
-                "available_versions": [f"node{major}"],
-                "current_version": f"node{major}",
+                "available_versions": versions,
+                "current_version": versions[0],
             }
         )
 
@@ -319,10 +266,9 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.post("/v1/nodejs/sessions")
     async def nodejs_create_session(body: NodeJsCreateSessionRequest) -> dict[str, Any]:
-        with _plane_errors():
-            info, created = await plane.create_session(
-                "javascript", body.session_id, cwd=body.cwd, max_idle=body.max_idle_time
-            )
+        info, created = await plane.create_session(
+            "javascript", body.session_id, cwd=body.cwd, max_idle=body.max_idle_time
+        )
         message = "Session created" if created else "Session already exists"
         return ok(
             {"session_id": info.session_id, "created": created, "message": message, "session": _node_session(info)},
@@ -331,21 +277,18 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.get("/v1/nodejs/sessions/{session_id}")
     async def nodejs_session(session_id: str) -> dict[str, Any]:
-        with _plane_errors():
-            info = await plane.get_session(session_id, "javascript")
+        info = await plane.get_session(session_id, "javascript")
         return ok({"session": _node_session(info)})
 
     @api.patch("/v1/nodejs/sessions/{session_id}")
     async def nodejs_update_session(session_id: str, body: NodeJsUpdateSessionRequest) -> dict[str, Any]:
         """Change the session's ``max_idle_time`` and/or ``cwd``; ``{updated, session}``."""
-        with _plane_errors():
-            info = await plane.update_session(session_id, "javascript", cwd=body.cwd, max_idle=body.max_idle_time)
+        info = await plane.update_session(session_id, "javascript", cwd=body.cwd, max_idle=body.max_idle_time)
         return ok({"updated": True, "session": _node_session(info)}, "Session updated")
 
     @api.delete("/v1/nodejs/sessions/{session_id}")
     async def nodejs_delete_session(session_id: str) -> dict[str, Any]:
-        with _plane_errors():
-            await plane.delete_session(session_id, "javascript")
+        await plane.delete_session(session_id, "javascript")
         return ok({"deleted": True}, "Session deleted")
 
     return api

@@ -17,15 +17,7 @@ from fastapi import APIRouter, Request
 from pydantic import Field
 
 from ..planes import Planes
-from ..planes.shell import (
-    OUTPUT_LIMIT,
-    CommandRecord,
-    InvalidRequest,
-    ShellPlane,
-    ShellSession,
-    bash_quote,
-    resolve_dir,
-)
+from ..planes.shell import OUTPUT_LIMIT, CommandRecord, ShellPlane, ShellSession
 from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import RestError, error_responses, ok
@@ -202,22 +194,14 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.post("/v1/shell/exec", response_model=None)
     async def shell_exec(body: ShellExecRequest, request: Request) -> dict[str, Any] | Any:
-        if body.id:
-            session = await shell.session_or_create(body.id, preserve_symlinks=bool(body.preserve_symlinks))
-        else:
-            session = await shell.create_session(auto=True, preserve_symlinks=bool(body.preserve_symlinks))
-        cwd = body.exec_dir
-        if cwd and not body.strict:
-            try:
-                resolve_dir(session.cwd, cwd)
-            except InvalidRequest:
-                cwd = None  # not strict: stay in the session's directory, as AIO does
+        session = await shell.session_or_create(body.id, preserve_symlinks=bool(body.preserve_symlinks))
         record = await session.start(
             body.command,
-            cwd=cwd,
+            cwd=body.exec_dir,
             interactive=True,
             hard_timeout=body.hard_timeout,
             preserve_symlinks=body.preserve_symlinks,
+            strict_cwd=bool(body.strict),
         )
         limit = None if body.truncate is False else OUTPUT_LIMIT
 
@@ -400,16 +384,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
 
     @api.post("/v1/bash/sessions/create")
     async def bash_create_session(body: BashCreateSessionRequest) -> dict[str, Any]:
-        snapshot = body.snapshot_path
-        session = await shell.create_session(body.session_id, cwd=body.exec_dir)
-        if snapshot:
-            record = await session.start(f". {bash_quote(snapshot)}", merged=False)
-            await record.wait()
-            if record.exit_code:
-                await shell.close_session(session.session_id)
-                raise InvalidRequest(
-                    f"sourcing {snapshot} failed (exit {record.exit_code}): {record.stderr.text(2000).strip()}"
-                )
+        session = await shell.create_session(body.session_id, cwd=body.exec_dir, snapshot=body.snapshot_path)
         return ok(_bash_session_info(session))
 
     @api.post("/v1/bash/sessions/{session_id}/close")

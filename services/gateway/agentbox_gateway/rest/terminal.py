@@ -14,9 +14,12 @@ import anyio
 from starlette.routing import BaseRoute, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from ..planes.shell import ShellError, ShellPlane, Terminal
+from agentbox_common.errors import PlaneError
 
-#: Close code when the terminal cannot be opened (RFC 6455 "try again later" for a full house).
+from ..planes.shell import ShellPlane, Terminal
+
+#: Close code when the terminal cannot be opened, whatever the plane error's kind (RFC 6455 "try
+#: again later": a full house, or no bash yet); the reason is the error's message.
 _CLOSE_UNAVAILABLE = 1013
 
 
@@ -46,8 +49,8 @@ async def _from_client(websocket: WebSocket, terminal: Terminal) -> None:
         elif control["type"] == "resize":
             try:
                 terminal.resize(control.get("cols"), control.get("rows"))
-            except ShellError as exc:
-                await websocket.send_text(json.dumps({"type": "error", "message": str(exc)}))
+            except PlaneError as exc:
+                await websocket.send_text(json.dumps({"type": "error", "message": exc.message}))
         else:
             await websocket.send_text(
                 json.dumps({"type": "error", "message": f"unknown message type {control['type']!r}"})
@@ -64,8 +67,8 @@ def routes(shell: ShellPlane) -> list[BaseRoute]:
         await websocket.accept()
         try:
             terminal = await shell.terminals.open()
-        except ShellError as exc:
-            await websocket.close(_CLOSE_UNAVAILABLE, str(exc)[:120])
+        except PlaneError as exc:
+            await websocket.close(_CLOSE_UNAVAILABLE, exc.message[:120])
             return
         try:
             async with anyio.create_task_group() as tasks:

@@ -9,8 +9,8 @@ from .actions import (
     Action,
     parse_action,
 )
-from .errors import BrowserError, BrowserUnavailable, InvalidAction
-from .plane import RESOLUTIONS, BrowserPlane, Screenshot, gateway_base
+from .errors import BrowserError, BrowserProgramUnavailable, BrowserUnavailable, InvalidAction, PageFailed
+from .plane import RESOLUTIONS, BrowserInfo, BrowserPlane, Screenshot, gateway_base
 
 __all__ = [
     "ACTION_TYPES",
@@ -21,9 +21,12 @@ __all__ = [
     "RESOLUTIONS",
     "Action",
     "BrowserError",
+    "BrowserInfo",
     "BrowserPlane",
+    "BrowserProgramUnavailable",
     "BrowserUnavailable",
     "InvalidAction",
+    "PageFailed",
     "Screenshot",
     "gateway_base",
     "parse_action",

@@ -1,19 +1,59 @@
-"""The browser plane's typed errors, mapped by the doors onto isError texts and HTTP statuses."""
+"""The browser plane's errors, each of one :class:`~agentbox_common.errors.ErrorKind`, which is all a
+door needs to answer it (REST: the envelope with the kind's status; MCP: an ``isError`` text)."""
 
 from __future__ import annotations
 
+from typing import ClassVar
 
-class BrowserUnavailable(Exception):
-    """Chromium's DevTools endpoint cannot be reached (not started, restarting, wrong address)."""
+from agentbox_common.errors import ErrorKind, PlaneError
 
 
-class BrowserError(Exception):
+class BrowserError(PlaneError):
     """Chromium is reachable but the operation failed (protocol error, hung page, timeout)."""
 
+    kind = ErrorKind.FAILED
 
-class InvalidAction(ValueError):
-    """A GUI action or setting was rejected before anything was sent to the browser."""
 
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
+class BrowserUnavailable(PlaneError):
+    """Chromium's DevTools endpoint cannot be reached (not started, restarting, wrong address).
+
+    The message is what is missing, the hint (and ``str()``, which callers quote) the cause."""
+
+    kind = ErrorKind.UNAVAILABLE
+    summary: ClassVar[str] = "Browser unavailable: no reachable CDP port"
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(self.summary, hint=cause)
+        self.cause = cause
+
+    def __str__(self) -> str:
+        return self.cause
+
+
+class BrowserProgramUnavailable(BrowserUnavailable):
+    """The browser program (Playwright, the page operations) does not answer on its page door."""
+
+    summary = "Browser unavailable: the browser program does not answer"
+
+
+class InvalidAction(PlaneError):
+    """A GUI action or setting was rejected before anything was sent to the browser; ``detail``
+    says what is wrong with ``field``."""
+
+    kind = ErrorKind.INVALID
+
+    def __init__(self, detail: str, field: str | None = None) -> None:
+        super().__init__(f"Invalid action: {detail}")
+        self.detail = detail
         self.field = field
+
+
+class PageFailed(PlaneError):
+    """The browser program refused or failed a page operation; ``status`` is the HTTP status it
+    answered (its refusals are passed on by the REST door as they are)."""
+
+    kind = ErrorKind.FAILED
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status

@@ -11,15 +11,7 @@ import httpx
 
 from agentbox_common.http import plain_http_only
 
-from .errors import BrowserUnavailable
-
-
-class PageFailed(Exception):
-    """The browser program refused or failed the operation; ``status`` is the HTTP status to answer."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+from .errors import BrowserProgramUnavailable, PageFailed
 
 
 class PagePlane:
@@ -36,11 +28,11 @@ class PagePlane:
         await self._http.aclose()
 
     async def call(self, operation: str, arguments: dict[str, Any] | None = None) -> Any:
-        """The operation's data; :class:`PageFailed` or :class:`BrowserUnavailable` otherwise."""
+        """The operation's data; :class:`PageFailed` or :class:`BrowserProgramUnavailable` otherwise."""
         try:
             response = await self._http.post(f"/page/{operation}", json=arguments or {})
         except httpx.HTTPError as exc:
-            raise BrowserUnavailable(
+            raise BrowserProgramUnavailable(
                 f"the browser program at {self.browser_url} did not answer ({type(exc).__name__})"
             ) from exc
         try:
@@ -48,7 +40,7 @@ class PagePlane:
         except ValueError:
             body = None
         if not isinstance(body, dict) or ("data" not in body and "error" not in body):
-            raise BrowserUnavailable(
+            raise BrowserProgramUnavailable(
                 f"the browser program at {self.browser_url} has no page door (HTTP {response.status_code})"
             )
         if response.status_code != 200:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import struct
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import urlencode, urlsplit
+from typing import Any, ParamSpec, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -48,6 +50,9 @@ _PAGE_METRICS = "[innerWidth, innerHeight, devicePixelRatio, navigator.userAgent
 _NET_INTERNALS = "chrome://net-internals/#proxy"
 _PRESS_RELOAD = "document.getElementById('proxy-view-reload-settings')?.click()"
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 
 @dataclass(frozen=True)
 class Screenshot:
@@ -61,6 +66,18 @@ class Screenshot:
     @property
     def png(self) -> bytes:
         return base64.b64decode(self.data_base64)
+
+
+@dataclass(frozen=True)
+class BrowserInfo:
+    """What the browser is: the path of its DevTools socket (``/devtools/browser/<id>``, which the
+    gateway serves under ``/cdp``), the page's user agent, the display size in screenshot pixels,
+    and whether the gateway shows the display live (``/vnc``)."""
+
+    devtools_path: str
+    user_agent: str
+    viewport: dict[str, int]
+    live_view: bool
 
 
 @dataclass(frozen=True)
@@ -84,16 +101,21 @@ def png_size(data_base64: str) -> tuple[int, int]:
     return struct.unpack(">II", head[16:24])
 
 
-#: Where the live view's WebSocket bridge is, under the gateway's public address.
-VNC_SOCKET_PATH = "vnc/websockify"
+def _names_failures(what: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """A :class:`BrowserError` out of the decorated operation names it (``screenshot failed: ...``),
+    the same for every door."""
 
+    def decorate(operation: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        @functools.wraps(operation)
+        async def named(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return await operation(*args, **kwargs)
+            except BrowserError as exc:
+                raise BrowserError(f"{what} failed: {exc}") from exc
 
-def live_view_url(public_base: str) -> str:
-    """The noVNC page on ``public_base``, connecting on load, scaled to the window, to the bridge
-    under the same prefix (noVNC takes ``path`` from the host's root)."""
-    prefix = urlsplit(public_base).path.strip("/")
-    path = f"{prefix}/{VNC_SOCKET_PATH}" if prefix else VNC_SOCKET_PATH
-    return f"{public_base}/vnc/index.html?{urlencode({'autoconnect': 'true', 'resize': 'scale', 'path': path})}"
+        return named
+
+    return decorate
 
 
 class BrowserPlane:
@@ -213,24 +235,20 @@ class BrowserPlane:
 
     # -- operations ----------------------------------------------------------------------------
 
+    @_names_failures("browser config")
     async def viewport(self) -> dict[str, int]:
         """The display size in screenshot pixels."""
         return (await self._page_metrics())[0]
 
-    async def info(self, public_base: str) -> dict[str, Any]:
-        """``cdp_url`` reachable from outside (``<ws|wss>://<host><prefix>/cdp/devtools/browser/<id>``
-        built on ``public_base``, the gateway's address as the caller sees it), the page's user agent
-        and the display size (screenshot pixels); ``vnc_url`` opens the live view on ``public_base``
-        (connecting on load) when the gateway has one, else None."""
+    @_names_failures("browser info")
+    async def info(self) -> BrowserInfo:
+        """Where the browser's DevTools socket is, its user agent and display size; the doors turn
+        them into the URLs a caller uses (see :mod:`agentbox_gateway.browser_links`)."""
         version = await self.version()
-        browser_path = urlsplit(version["webSocketDebuggerUrl"]).path
         viewport, user_agent, _ = await self._page_metrics()
-        base = public_base.rstrip("/")
-        ws_base = "wss" + base[5:] if base.startswith("https:") else "ws" + base[4:]
-        cdp_url = f"{ws_base}/cdp{browser_path}"
-        vnc_url = live_view_url(base) if self.vnc_enabled else None
-        return {"cdp_url": cdp_url, "user_agent": user_agent, "viewport": viewport, "vnc_url": vnc_url}
+        return BrowserInfo(urlsplit(version["webSocketDebuggerUrl"]).path, user_agent, viewport, self.vnc_enabled)
 
+    @_names_failures("screenshot")
     async def screenshot(self) -> Screenshot:
         """A PNG of the browser's display: the whole screen when there is one (tabs, address bar,
         dialogs), else the page currently shown, at its viewport size."""
@@ -242,6 +260,7 @@ class BrowserPlane:
         width, height = png_size(data)
         return Screenshot(data, width, height)
 
+    @_names_failures("action")
     async def execute_action(self, raw: Any) -> str:
         """Validate and perform one GUI action; returns what was done (``action_performed``)."""
         action = raw if isinstance(raw, Action) else parse_action(raw)
@@ -291,6 +310,7 @@ class BrowserPlane:
             with contextlib.suppress(BrowserError):
                 await cdp.call("Target.closeTarget", {"targetId": target_id}, within=5.0)
 
+    @_names_failures("browser config")
     async def set_viewport(self, width: int, height: int) -> dict[str, int]:
         """Resize the browser window so the page area is ``width`` x ``height`` screenshot pixels."""
         if (width, height) not in RESOLUTIONS:

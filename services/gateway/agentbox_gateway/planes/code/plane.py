@@ -27,51 +27,20 @@ from typing import Any
 from agentbox_common.processes import sandbox_environment
 
 from ...settings import GatewaySettings
+from ..languages import Language
 from ..streaming import OutputRelay, OutputSink
 from . import node_driver
+from .errors import InvalidRequest, RuntimeUnavailable, SessionLimitReached, SessionNotFound, UnsupportedLanguage
 from .pools import WorkerPool
 from .worker import Outcome, Worker, WorkerStartError
 
-LANGUAGES = ("python", "javascript")
-_ALIASES = {
-    "python": "python",
-    "python3": "python",
-    "py": "python",
-    "javascript": "javascript",
-    "js": "javascript",
-    "node": "javascript",
-    "nodejs": "javascript",
-}
+LANGUAGES = tuple(language.value for language in Language)
 DEFAULT_TIMEOUT = 30
 MAX_TIMEOUT = 900
 MAX_SESSIONS = 20
 #: Idle time after which a session is closed (seconds): aiod's code REPL default; Node.js REPL's.
 SESSION_IDLE = {"python": 1800.0, "javascript": 24 * 3600.0}
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
-
-
-class CodeError(Exception):
-    """A request the plane refuses; the message says why and what to do."""
-
-
-class UnsupportedLanguage(CodeError):
-    pass
-
-
-class InvalidRequest(CodeError):
-    pass
-
-
-class SessionNotFound(CodeError):
-    pass
-
-
-class SessionLimitReached(CodeError):
-    pass
-
-
-class RuntimeUnavailable(CodeError):
-    """The interpreter is not installed or will not start."""
 
 
 @dataclass(frozen=True)
@@ -202,11 +171,11 @@ class _Runtime:
         return [executable, self.flag, self.source]
 
 
-def normalize_language(language: str | None) -> str:
+def normalize_language(language: str | None) -> Language:
     """``python`` when absent; a few common aliases (``py``, ``js``, ``node``) are accepted."""
     if language is None:
-        return "python"
-    name = _ALIASES.get(str(language).strip().lower())
+        return Language.PYTHON
+    name = Language.parse(str(language).strip())
     if name is None:
         raise UnsupportedLanguage(f"unsupported language {language!r}; supported languages: {', '.join(LANGUAGES)}")
     return name
@@ -476,6 +445,43 @@ class CodePlane:
         if runtime.version is None:
             await self._pools[name].prepare()
         return RuntimeInfo(name, runtime.executable or runtime.program, runtime.version or "unknown")
+
+    async def runtimes(self) -> list[RuntimeInfo]:
+        """The runtime of each language whose interpreter starts here (the others left out)."""
+        available = []
+        for language in Language:
+            try:
+                available.append(await self.runtime(language))
+            except RuntimeUnavailable:
+                continue
+        return available
+
+    async def kernels(self) -> list[str]:
+        """The Jupyter kernel names the Python interpreter answers to: ``python3`` and ``python3.X``."""
+        runtime = await self.runtime(Language.PYTHON)
+        return ["python3", "python" + ".".join(runtime.version.split(".")[:2])]
+
+    async def kernel(self, name: str | None) -> str:
+        """The kernel ``name`` asks for (``python3`` when absent or ``python``); :class:`InvalidRequest`
+        for a name no installed interpreter answers to."""
+        if name in (None, "", "python3", "python"):
+            return "python3"
+        available = await self.kernels()
+        if name not in available:
+            raise InvalidRequest(f"kernel {name!r} is not available; available kernels: {', '.join(available)}")
+        return name
+
+    async def node_versions(self) -> list[str]:
+        """The Node.js versions a call may ask for: the installed one's major (``node22``)."""
+        return [f"node{(await self.runtime(Language.JAVASCRIPT)).version.split('.')[0]}"]
+
+    async def check_node_version(self, version: str | None) -> None:
+        """:class:`InvalidRequest` unless ``version`` (``22`` or ``node22``; None: any) is installed."""
+        if not version:
+            return
+        available = await self.node_versions()
+        if f"node{version.removeprefix('node')}" not in available:
+            raise InvalidRequest(f"Node.js {version} is not installed; available: {', '.join(available)}")
 
     async def npm_version(self) -> str | None:
         """``npm --version`` (cached), or None without npm."""

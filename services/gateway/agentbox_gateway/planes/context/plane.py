@@ -28,6 +28,7 @@ from agentbox_common.processes import run_bounded, sandbox_environment
 from ... import __version__
 from ...settings import GatewaySettings
 from ..browser import gateway_base
+from ..languages import Language
 from ..preview import preview_links
 from .capabilities import BrowserStatus, Capabilities, CapabilityReport
 from .errors import ContextError, RuntimeUnavailable
@@ -37,14 +38,7 @@ from .skills import load_skill
 PROBE_TTL = 30.0
 PROBE_TIMEOUT = 10.0
 PACKAGES_TIMEOUT = 60.0
-LANGUAGES = ("python", "nodejs")
-_LANGUAGE_ALIASES = {
-    "py": "python",
-    "python3": "python",
-    "node": "nodejs",
-    "javascript": "nodejs",
-    "js": "nodejs",
-}
+LANGUAGES = tuple(language.runtime for language in Language)
 
 #: Command-line tools worth telling an agent about, by category; only those on PATH are reported.
 UTILS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
@@ -82,8 +76,8 @@ UTILS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ),
     ("browser", (("chromium", "Chromium web browser"),)),
 )
-_RUNTIMES = {"python": ("python3", "python"), "nodejs": ("node", "nodejs")}
-_VERSION_COMMANDS = {"python": ["--version"], "nodejs": ["--version"]}
+_RUNTIMES = {Language.PYTHON.runtime: ("python3", "python"), Language.JAVASCRIPT.runtime: ("node", "nodejs")}
+_VERSION_COMMANDS = {Language.PYTHON.runtime: ["--version"], Language.JAVASCRIPT.runtime: ["--version"]}
 
 _PYTHON_PACKAGES = (
     "import importlib.metadata as m\n"
@@ -313,10 +307,10 @@ class ContextPlane:
         """Installed packages of the sandbox's ``python3`` and global npm; None means both."""
         if language is None:
             return [await self._packages(name) for name in LANGUAGES]
-        normalized = _LANGUAGE_ALIASES.get(language.lower(), language.lower())
-        if normalized not in LANGUAGES:
+        found = Language.parse(language)
+        if found is None:
             raise ContextError(f"Unsupported language: {language} (use python or nodejs)")
-        return [await self._packages(normalized)]
+        return [await self._packages(found.runtime)]
 
     async def packages_text(self, language: str | None = None) -> str:
         listings = await self.get_packages(language)

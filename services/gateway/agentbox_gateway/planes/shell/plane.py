@@ -17,7 +17,7 @@ import anyio
 
 from ...settings import GatewaySettings
 from ..streaming import OutputSink
-from .bash import resolve_dir
+from .bash import bash_quote, resolve_dir
 from .errors import InvalidRequest, SessionExists, SessionLimit, SessionNotFound
 from .record import CommandRecord
 from .session import DEFAULT_NO_CHANGE_TIMEOUT, ShellSession
@@ -83,9 +83,11 @@ class ShellPlane:
             raise SessionNotFound(f"unknown shell session: {session_id}")
         return session
 
-    async def session_or_create(self, session_id: str, *, preserve_symlinks: bool = False) -> ShellSession:
-        """The session ``session_id``, made (auto: evictable) when there is none yet, as AIO's
-        ``/v1/shell/exec`` does with a new ``id``."""
+    async def session_or_create(self, session_id: str | None, *, preserve_symlinks: bool = False) -> ShellSession:
+        """The session ``session_id``, made (auto: evictable) when there is none yet or no id is
+        given, as AIO's ``/v1/shell/exec`` does."""
+        if not session_id:
+            return await self.create_session(auto=True, preserve_symlinks=preserve_symlinks)
         try:
             return await self.session(session_id)
         except SessionNotFound:
@@ -131,8 +133,11 @@ class ShellPlane:
         auto: bool = False,
         preserve_symlinks: bool = False,
         no_change_timeout: int | None = None,
+        snapshot: str | None = None,
     ) -> ShellSession:
-        """A new session with its shell started. ``auto``: made implicitly, evictable when full."""
+        """A new session with its shell started. ``auto``: made implicitly, evictable when full.
+        ``snapshot``: a file of shell state (variables, functions, aliases) sourced first; a session
+        whose snapshot fails to load is closed again (:class:`InvalidRequest`)."""
         if session_id is not None and not _SESSION_ID.match(session_id):
             raise InvalidRequest("invalid session id: use 1-128 letters, digits, '.', '_' or '-'")
         home = str(Path.home())
@@ -161,7 +166,18 @@ class ShellPlane:
                 del self._sessions[session_id]
             await session.close(kill_jobs=True)
             raise
+        if snapshot:
+            await self._source(session, snapshot)
         return session
+
+    async def _source(self, session: ShellSession, snapshot: str) -> None:
+        record = await session.start(f". {bash_quote(snapshot)}", merged=False)
+        await record.wait()
+        if record.exit_code:
+            await self._drop(session, kill_jobs=True)
+            raise InvalidRequest(
+                f"sourcing {snapshot} failed (exit {record.exit_code}): {record.stderr.text(2000).strip()}"
+            )
 
     async def default_session(self) -> ShellSession:
         async with self._default_lock:

@@ -317,9 +317,13 @@ class ShellSession:
         hard_timeout: float | None = None,
         busy_wait: float = 0.0,
         preserve_symlinks: bool | None = None,
+        strict_cwd: bool = True,
     ) -> CommandRecord:
         """Start ``command`` and return its record at once; ``record.wait()`` for the end.
 
+        ``cwd``: where it runs (relative: from the session's directory); one that is not an
+        enterable directory is :class:`InvalidRequest`, or, not ``strict_cwd``, the session's own
+        directory (AIO's ``/v1/shell/exec`` without ``strict``).
         ``merged``: stderr goes into stdout (exact interleaving) instead of its own stream.
         ``interactive``: stdin is a pipe that :meth:`write` feeds, instead of ``/dev/null``.
         ``hard_timeout``: seconds after which the command's processes are killed."""
@@ -331,7 +335,7 @@ class ShellSession:
         await self._claim(busy_wait)
         try:
             shell = await self.ensure_shell()
-            target = resolve_dir(self.cwd, cwd) if cwd else None
+            target = self._target_dir(cwd, strict=strict_cwd)
             record = self._prepare(command, merged=merged, interactive=interactive)
             record.pause_output = shell.pause_output
             self.history.append(record)
@@ -364,6 +368,16 @@ class ShellSession:
         if hard_timeout is not None:
             record.deadline = asyncio.get_running_loop().call_later(hard_timeout, self._expire, record)
         return record
+
+    def _target_dir(self, cwd: str | None, *, strict: bool) -> str | None:
+        if not cwd:
+            return None
+        try:
+            return resolve_dir(self.cwd, cwd)
+        except InvalidRequest:
+            if strict:
+                raise
+            return None
 
     def _prepare(self, command: str, *, merged: bool, interactive: bool) -> CommandRecord:
         record = CommandRecord(

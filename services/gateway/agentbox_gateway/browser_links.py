@@ -1,0 +1,44 @@
+"""The browser addresses the gateway hands out (``browser_get_info``, ``GET /v1/browser/info``), on
+the gateway's address as the caller sees it: Chromium's DevTools socket through ``/cdp`` and the live
+view under ``/vnc``, each signed for a caller who authenticated in its own URL (a single-use ticket,
+never the key). The browser plane says what the browser is; the doors make these URLs from it."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from starlette.types import Scope
+
+from .cdp_proxy import with_ticket
+from .planes.browser import BrowserInfo
+from .vnc import signed_vnc_url
+
+#: Where the live view's WebSocket bridge is, under the gateway's public address.
+VNC_SOCKET_PATH = "vnc/websockify"
+
+
+def cdp_url(public_base: str, devtools_path: str) -> str:
+    """``<ws|wss>://<host><prefix>/cdp/devtools/browser/<id>`` on ``public_base``."""
+    base = public_base.rstrip("/")
+    ws_base = "wss" + base[5:] if base.startswith("https:") else "ws" + base[4:]
+    return f"{ws_base}/cdp{devtools_path}"
+
+
+def live_view_url(public_base: str) -> str:
+    """The noVNC page on ``public_base``, connecting on load, scaled to the window, to the bridge
+    under the same prefix (noVNC takes ``path`` from the host's root)."""
+    prefix = urlsplit(public_base).path.strip("/")
+    path = f"{prefix}/{VNC_SOCKET_PATH}" if prefix else VNC_SOCKET_PATH
+    return f"{public_base}/vnc/index.html?{urlencode({'autoconnect': 'true', 'resize': 'scale', 'path': path})}"
+
+
+def browser_info_data(info: BrowserInfo, public_base: str, scope: Scope | None) -> dict[str, Any]:
+    """``cdp_url`` and ``vnc_url`` (None: no live view) on ``public_base``, signed for the caller of
+    ``scope`` (None: no caller, nothing signed), with the user agent and the viewport."""
+    base = public_base.rstrip("/")
+    cdp = cdp_url(base, info.devtools_path)
+    vnc = live_view_url(base) if info.live_view else None
+    if scope is not None:
+        cdp, vnc = with_ticket(cdp, scope), signed_vnc_url(vnc, scope)
+    return {"cdp_url": cdp, "user_agent": info.user_agent, "viewport": info.viewport, "vnc_url": vnc}

@@ -1,0 +1,37 @@
+"""The code plane's errors, each of one :class:`~agentbox_common.errors.ErrorKind`, which is all a
+door needs to answer it. A cell that ran and failed is no error: it is an ``Execution`` whose status
+says so."""
+
+from agentbox_common.errors import ErrorKind, PlaneError
+
+
+class CodeError(PlaneError):
+    """A request the plane refuses; the message says why and what to do."""
+
+    kind = ErrorKind.INVALID
+
+
+class UnsupportedLanguage(CodeError):
+    """A language the plane does not run (the message lists those it does)."""
+
+
+class InvalidRequest(CodeError):
+    """A bad argument: a timeout out of range, a missing directory, a kernel or version not installed."""
+
+
+class SessionNotFound(CodeError):
+    """No session of that id (and language): never made, deleted, or closed after idling."""
+
+    kind = ErrorKind.NOT_FOUND
+
+
+class SessionLimitReached(CodeError):
+    """Every session slot is taken, and none is an idle one made implicitly (those are evicted)."""
+
+    kind = ErrorKind.LIMIT
+
+
+class RuntimeUnavailable(CodeError):
+    """The interpreter is not installed or will not start."""
+
+    kind = ErrorKind.UNAVAILABLE
