@@ -6,6 +6,7 @@ objects, REST's upload data), which is the shape clients parse."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import stat
@@ -17,8 +18,9 @@ from typing import Any
 import anyio
 import pytest
 
+from agentbox_common.errors import ErrorKind, PlaneError
 from agentbox_gateway.mcp_tools.files import action_object, error_fields, failure_object
-from agentbox_gateway.planes.files import READ_LIMIT, FileOperationError, FilePlane, SavedUpload
+from agentbox_gateway.planes.files import READ_LIMIT, FileOperationError, FilePlane, FileRead, FileWritten, SavedUpload
 from agentbox_gateway.planes.files.tree import GREP_MAX_MATCHES, glob_to_regex
 from agentbox_gateway.rest.files import upload_data
 from agentbox_gateway.settings import GatewaySettings
@@ -397,3 +399,27 @@ async def test_upload_and_download_helpers(files: WrittenOut, tmp_path: Path) ->
     assert real == saved["file_path"] and info.st_size == 13
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".upload-")]  # noqa: ASYNC240
     assert (await failure_of(files.download_target(str(tmp_path)))).error_type == "invalid_target"
+
+
+async def test_results_are_frozen_records_and_errors_are_plane_errors_of_a_kind(tmp_path: Path) -> None:
+    """The plane answers with typed records (the doors write them out) and fails with a PlaneError
+    whose kind says what a caller can do, the finer aiod error_type kept beside it."""
+    plane = FilePlane(GatewaySettings.from_env({}))
+    target = tmp_path / "x.txt"
+    written = await plane.write(str(target), "hi\n")
+    assert written == FileWritten(str(target), 3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        written.bytes_written = 0  # type: ignore[misc]
+    assert await plane.read(str(target)) == FileRead(str(target), "hi\n")
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as handle:  # noqa: ASYNC230
+        handle.truncate(READ_LIMIT + 1)
+    failures = {
+        ErrorKind.NOT_FOUND: plane.read(str(tmp_path / "missing")),
+        ErrorKind.INVALID: plane.read("relative.txt"),
+        ErrorKind.TOO_LARGE: plane.read(str(big)),
+    }
+    for kind, call in failures.items():
+        error = await failure_of(call)
+        assert isinstance(error, PlaneError) and error.kind is kind, (kind, error)
+    assert (await failure_of(plane.read(str(tmp_path)))).kind is ErrorKind.INVALID  # a directory

@@ -4,6 +4,8 @@ A failed operation is HTTP 200 with ``success: false`` and the structured error 
 Because the SDK parses ``data`` into the route's model even then, a failure's ``data`` also carries
 that model's required fields (``file``, ``content: ""`` ...), so SDK users get the error instead of
 a parsing exception. Download is the exception: it streams bytes, so it fails with an HTTP status.
+The fields are aiod's, written from the plane's records by the MCP tool's functions
+(:mod:`..mcp_tools.files`, :mod:`..mcp_tools.editor`), so both doors answer with the same objects.
 An upload larger than ``AIO_MAX_UPLOAD_BYTES`` is refused with 413 as soon as that many bytes came in
 (at once when ``Content-Length`` says so), before anything is stored."""
 
