@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agentbox_gateway.planes.editor import EditorPlane
-from agentbox_gateway.planes.files import FilePlane
+from agentbox_gateway.mcp_tools.editor import editor_object
+from agentbox_gateway.planes.files import EditorPlane, FilePlane
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.jsonrpc import call_tool, tool_json
 
@@ -26,7 +26,7 @@ def editor() -> EditorPlane:
 async def test_create_refuses_to_overwrite_and_needs_text(editor: EditorPlane, tmp_path: Path) -> None:
     target = tmp_path / "new" / "file.py"
     created = await editor.run("create", str(target), file_text="print(1)\n")
-    assert created.to_dict() == {
+    assert editor_object(created) == {
         "command": "create",
         "path": str(target),
         "output": f"File created successfully at: {target}",

@@ -1,30 +1,56 @@
-"""The file plane on its own: the eight actions, their limits and the structured error shape."""
+"""The file plane on its own: the eight actions, their limits and the structured error shape.
+
+The plane returns typed records; these tests read them as the doors write them out (the MCP tool's
+objects, REST's upload data), which is the shape clients parse."""
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import stat
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
-from agentbox_gateway.planes.file_errors import FileOperationError
-from agentbox_gateway.planes.file_tree import GREP_MAX_MATCHES, glob_to_regex
-from agentbox_gateway.planes.files import READ_LIMIT, FilePlane
+from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_gateway.mcp_tools.files import action_object, error_fields, failure_object
+from agentbox_gateway.planes.files import READ_LIMIT, FileOperationError, FilePlane, FileRead, FileWritten, SavedUpload
+from agentbox_gateway.planes.files.tree import GREP_MAX_MATCHES, glob_to_regex
+from agentbox_gateway.rest.files import upload_data
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.fifos import watched_fifo
 
 pytestmark = pytest.mark.anyio
 
 
+class WrittenOut:
+    """A :class:`FilePlane` whose action results come back as the MCP tool's objects (an upload as
+    REST's data); every other call is the plane's own."""
+
+    def __init__(self, plane: FilePlane) -> None:
+        self.plane = plane
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.plane, name)
+        if name in ("download_target", "read_text", "write_text"):
+            return method
+
+        async def call(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            result = await method(*args, **kwargs)
+            return upload_data(result) if isinstance(result, SavedUpload) else action_object(name, result)
+
+        return call
+
+
 @pytest.fixture
-def files() -> FilePlane:
-    return FilePlane(GatewaySettings.from_env({}))
+def files() -> WrittenOut:
+    return WrittenOut(FilePlane(GatewaySettings.from_env({})))
 
 
 async def failure_of(call) -> FileOperationError:
@@ -33,7 +59,7 @@ async def failure_of(call) -> FileOperationError:
     return caught.value
 
 
-async def test_write_then_read(files: FilePlane, tmp_path: Path) -> None:
+async def test_write_then_read(files: WrittenOut, tmp_path: Path) -> None:
     target = tmp_path / "deep" / "er" / "data.txt"
     written = await files.write(str(target), "3\n7\n12\n5\n")
     assert written == {"action": "write", "path": str(target), "success": True, "bytes_written": 9}
@@ -44,7 +70,7 @@ async def test_write_then_read(files: FilePlane, tmp_path: Path) -> None:
     assert (await files.read(str(target), end_line=1))["content"] == "3\n"
 
 
-async def test_append_and_base64(files: FilePlane, tmp_path: Path) -> None:
+async def test_append_and_base64(files: WrittenOut, tmp_path: Path) -> None:
     target = tmp_path / "blob.bin"
     payload = bytes(range(256))
     await files.write(str(target), base64.b64encode(payload[:100]).decode(), encoding="base64")
@@ -54,11 +80,11 @@ async def test_append_and_base64(files: FilePlane, tmp_path: Path) -> None:
     assert base64.b64decode((await files.read(str(target), encoding="base64"))["content"]) == payload
 
 
-async def test_missing_file_has_aiod_error_shape(files: FilePlane, tmp_path: Path) -> None:
+async def test_missing_file_has_aiod_error_shape(files: WrittenOut, tmp_path: Path) -> None:
     missing = str(tmp_path / "agent-missing.txt")
     error = await failure_of(files.read(missing))
     message = "Failed to read file: No such file or directory (os error 2)"
-    assert error.failure("read") == {
+    assert failure_object(error, "read") == {
         "action": "read",
         "error": {
             "errno": 2,
@@ -76,14 +102,14 @@ async def test_missing_file_has_aiod_error_shape(files: FilePlane, tmp_path: Pat
     }
 
 
-async def test_directory_read_as_file(files: FilePlane, tmp_path: Path) -> None:
+async def test_directory_read_as_file(files: WrittenOut, tmp_path: Path) -> None:
     error = await failure_of(files.read(str(tmp_path)))
     assert (error.errno, error.errno_name, error.error_type) == (21, "EISDIR", "invalid_target")
     assert error.exception_type == "IsADirectoryError"
     assert error.message == "Failed to read file: Is a directory (os error 21)"
 
 
-async def test_path_below_a_file_and_relative_path(files: FilePlane, tmp_path: Path) -> None:
+async def test_path_below_a_file_and_relative_path(files: WrittenOut, tmp_path: Path) -> None:
     a_file = tmp_path / "plain.txt"
     a_file.write_text("x")
     error = await failure_of(files.read(str(a_file / "x")))
@@ -97,7 +123,7 @@ async def test_path_below_a_file_and_relative_path(files: FilePlane, tmp_path: P
     assert not Path("relative").exists()  # noqa: ASYNC240
 
 
-async def test_invalid_utf8_is_a_decode_error(files: FilePlane, tmp_path: Path) -> None:
+async def test_invalid_utf8_is_a_decode_error(files: WrittenOut, tmp_path: Path) -> None:
     target = tmp_path / "latin.txt"
     target.write_bytes(b"caf\xe9\n")
     error = await failure_of(files.read(str(target)))
@@ -107,7 +133,7 @@ async def test_invalid_utf8_is_a_decode_error(files: FilePlane, tmp_path: Path) 
     assert (await files.read(str(target), encoding="base64"))["content"] == base64.b64encode(b"caf\xe9\n").decode()
 
 
-async def test_fifo_is_refused_not_waited_on(files: FilePlane, tmp_path: Path) -> None:
+async def test_fifo_is_refused_not_waited_on(files: WrittenOut, tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)  # a plain open() would wait for a writer forever
     with anyio.fail_after(5):
@@ -117,7 +143,7 @@ async def test_fifo_is_refused_not_waited_on(files: FilePlane, tmp_path: Path) -
         assert (await files.grep(str(tmp_path), "x"))["files_searched"] == 0
 
 
-async def test_writes_refuse_fifos_and_devices_without_waiting(files: FilePlane, tmp_path: Path) -> None:
+async def test_writes_refuse_fifos_and_devices_without_waiting(files: WrittenOut, tmp_path: Path) -> None:
     with watched_fifo(tmp_path / "pipe") as fifo:
         for call in (
             files.write(str(fifo), "x"),
@@ -137,7 +163,7 @@ async def test_writes_refuse_fifos_and_devices_without_waiting(files: FilePlane,
     assert (await failure_of(files.write("/dev/null", "x"))).error_type == "invalid_target"
 
 
-async def test_read_limit(files: FilePlane, tmp_path: Path) -> None:
+async def test_read_limit(files: WrittenOut, tmp_path: Path) -> None:
     big = tmp_path / "big.bin"
     with open(big, "wb") as handle:  # noqa: ASYNC230
         handle.truncate(READ_LIMIT + 1)  # sparse: no real disk use
@@ -150,7 +176,7 @@ def _read_here(path: str) -> dict:
     try:
         anyio.run(FilePlane(GatewaySettings.from_env({})).read, path)
     except FileOperationError as exc:
-        return exc.to_dict()
+        return error_fields(exc)
     raise AssertionError("read succeeded")
 
 
@@ -169,7 +195,7 @@ def _read_as_nobody(path: str) -> dict:
                 anyio.run(FilePlane(GatewaySettings.from_env({})).read, path)
                 outcome: dict = {"unexpected": "read succeeded"}
             except FileOperationError as exc:
-                outcome = exc.to_dict()
+                outcome = error_fields(exc)
             os.write(writer, json.dumps(outcome).encode())
             code = 0
         except BaseException as exc:
@@ -212,7 +238,7 @@ def test_permission_denied(tmp_path: Path) -> None:
     }
 
 
-async def test_bad_arguments_are_bad_requests(files: FilePlane, tmp_path: Path) -> None:
+async def test_bad_arguments_are_bad_requests(files: WrittenOut, tmp_path: Path) -> None:
     target = str(tmp_path / "x.txt")
     assert (await failure_of(files.write(target, None))).error_type == "bad_request"
     assert (await failure_of(files.write(target, "%%%", encoding="base64"))).error_type == "bad_request"
@@ -223,7 +249,7 @@ async def test_bad_arguments_are_bad_requests(files: FilePlane, tmp_path: Path) 
     assert (await failure_of(files.search(target, "("))).message.startswith("Failed to search file: invalid regular")
 
 
-async def test_replace_and_search(files: FilePlane, tmp_path: Path) -> None:
+async def test_replace_and_search(files: WrittenOut, tmp_path: Path) -> None:
     target = tmp_path / "code.py"
     target.write_text("a = 1\nb = 2\na = 3\n")
     assert (await files.replace(str(target), "a =", "c ="))["replaced_count"] == 2
@@ -247,7 +273,7 @@ def _tree(root: Path) -> None:
     (root / "README.md").write_text("Read me\n")
 
 
-async def test_find(files: FilePlane, tmp_path: Path) -> None:
+async def test_find(files: WrittenOut, tmp_path: Path) -> None:
     _tree(tmp_path)
     found = await files.find(str(tmp_path), "*.py")
     assert found["files"] == sorted(
@@ -262,7 +288,7 @@ async def test_find(files: FilePlane, tmp_path: Path) -> None:
     assert error.errno_name == "ENOTDIR"
 
 
-async def test_list(files: FilePlane, tmp_path: Path) -> None:
+async def test_list(files: WrittenOut, tmp_path: Path) -> None:
     _tree(tmp_path)
     top = await files.list(str(tmp_path))
     names = [f["name"] for f in top["files"]]
@@ -281,7 +307,7 @@ async def test_list(files: FilePlane, tmp_path: Path) -> None:
     assert (await failure_of(files.list(str(tmp_path / "nope")))).error_type == "not_found"
 
 
-async def test_grep(files: FilePlane, tmp_path: Path) -> None:
+async def test_grep(files: WrittenOut, tmp_path: Path) -> None:
     _tree(tmp_path)
     result = await files.grep(str(tmp_path), "hello")
     hits = sorted((Path(m["file"]).relative_to(tmp_path).as_posix(), m["line_number"]) for m in result["matches"])
@@ -316,7 +342,7 @@ async def test_grep(files: FilePlane, tmp_path: Path) -> None:
     assert literal["match_count"] == 1
 
 
-async def test_grep_limits(files: FilePlane, tmp_path: Path) -> None:
+async def test_grep_limits(files: WrittenOut, tmp_path: Path) -> None:
     (tmp_path / "many.txt").write_text("match\n" * (GREP_MAX_MATCHES + 10))
     big = tmp_path / "big.txt"
     big.write_text("match\n" + "x" * (1024 * 1024))
@@ -326,7 +352,7 @@ async def test_grep_limits(files: FilePlane, tmp_path: Path) -> None:
     assert (await files.grep(str(tmp_path), "match", max_results=3))["match_count"] == 3
 
 
-async def test_glob(files: FilePlane, tmp_path: Path) -> None:
+async def test_glob(files: WrittenOut, tmp_path: Path) -> None:
     _tree(tmp_path)
     result = await files.glob(str(tmp_path), "**/*.py")
     assert [f["path"] for f in result["files"]] == [
@@ -364,7 +390,7 @@ def test_glob_translation(pattern: str, path: str, matches: bool) -> None:
     assert bool(glob_to_regex(pattern).match(path)) is matches
 
 
-async def test_upload_and_download_helpers(files: FilePlane, tmp_path: Path) -> None:
+async def test_upload_and_download_helpers(files: WrittenOut, tmp_path: Path) -> None:
     import io
 
     saved = await files.save_upload(str(tmp_path), "report.pdf", io.BytesIO(b"%PDF-1.7 data"))
@@ -373,3 +399,27 @@ async def test_upload_and_download_helpers(files: FilePlane, tmp_path: Path) -> 
     assert real == saved["file_path"] and info.st_size == 13
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".upload-")]  # noqa: ASYNC240
     assert (await failure_of(files.download_target(str(tmp_path)))).error_type == "invalid_target"
+
+
+async def test_results_are_frozen_records_and_errors_are_plane_errors_of_a_kind(tmp_path: Path) -> None:
+    """The plane answers with typed records (the doors write them out) and fails with a PlaneError
+    whose kind says what a caller can do, the finer aiod error_type kept beside it."""
+    plane = FilePlane(GatewaySettings.from_env({}))
+    target = tmp_path / "x.txt"
+    written = await plane.write(str(target), "hi\n")
+    assert written == FileWritten(str(target), 3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        written.bytes_written = 0  # type: ignore[misc]
+    assert await plane.read(str(target)) == FileRead(str(target), "hi\n")
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as handle:  # noqa: ASYNC230
+        handle.truncate(READ_LIMIT + 1)
+    failures = {
+        ErrorKind.NOT_FOUND: plane.read(str(tmp_path / "missing")),
+        ErrorKind.INVALID: plane.read("relative.txt"),
+        ErrorKind.TOO_LARGE: plane.read(str(big)),
+    }
+    for kind, call in failures.items():
+        error = await failure_of(call)
+        assert isinstance(error, PlaneError) and error.kind is kind, (kind, error)
+    assert (await failure_of(plane.read(str(tmp_path)))).kind is ErrorKind.INVALID  # a directory

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
-from ..planes.editor import COMMANDS, REPLACE_MODES
+from ..planes.files import COMMANDS, REPLACE_MODES, EditorResult
 from .registry import ToolSpec
 from .results import json_result
 
@@ -82,6 +82,21 @@ INPUT_SCHEMA: dict[str, Any] = {
 }
 
 
+def editor_object(result: EditorResult) -> dict[str, Any]:
+    """AIO 1.x's editor object (``StrReplaceEditorResult`` plus ``command`` and ``success``), which
+    the REST route answers with too."""
+    return {
+        "command": result.command,
+        "path": result.path,
+        "output": result.output,
+        "prev_exist": result.prev_exist,
+        "error": result.error,
+        "old_content": result.old_content,
+        "new_content": result.new_content,
+        "success": result.success,
+    }
+
+
 def tools(planes: Planes) -> list[ToolSpec]:
     editor = planes.editor
 
@@ -96,6 +111,6 @@ def tools(planes: Planes) -> list[ToolSpec]:
             view_range=args.get("view_range"),
             replace_mode=args.get("replace_mode"),
         )
-        return json_result(result.to_dict(), is_error=not result.success)
+        return json_result(editor_object(result), is_error=not result.success)
 
     return [ToolSpec("sandbox_str_replace_editor", DESCRIPTION, INPUT_SCHEMA, str_replace_editor)]

@@ -1,6 +1,9 @@
 """``sandbox_file_operations``: the file plane's eight actions as one MCP tool. Results are the
 action's JSON object (compact, sorted keys, as aiod prints it); failures are ``isError`` results
-carrying the whole structured failure object."""
+carrying the whole structured failure object.
+
+The objects are aiod's, written here from the plane's records (:func:`action_fields`,
+:func:`error_fields`); the REST file routes answer with the same fields, as the SDK's models name them."""
 
 from __future__ import annotations
 
@@ -9,7 +12,22 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
-from ..planes.files import ENCODINGS, FileOperationError, FilePlane
+from ..planes.files import (
+    ENCODINGS,
+    DirectoryListing,
+    FileOperationError,
+    FilePlane,
+    FileRead,
+    FileReplaced,
+    FileResult,
+    FileSearch,
+    FileWritten,
+    FoundFiles,
+    GlobEntry,
+    GlobResult,
+    GrepMatch,
+    GrepResult,
+)
 from .registry import ToolSpec
 from .results import ToolError, json_result
 
@@ -80,6 +98,117 @@ INPUT_SCHEMA: dict[str, Any] = {
 }
 
 
+def action_fields(result: FileResult) -> dict[str, Any]:
+    """An action's result as aiod's object has it, without ``action`` and ``success``."""
+    match result:
+        case FileRead():
+            return {"path": result.path, "content": result.content}
+        case FileWritten():
+            return {"path": result.path, "bytes_written": result.bytes_written}
+        case FileReplaced():
+            return {"path": result.path, "replaced_count": result.replaced_count}
+        case FileSearch():
+            return {
+                "path": result.path,
+                "matches": list(result.matches),
+                "line_numbers": list(result.line_numbers),
+                "match_count": result.match_count,
+            }
+        case FoundFiles():
+            return {
+                "path": result.path,
+                "files": list(result.files),
+                "file_count": result.file_count,
+                "truncated": result.truncated,
+            }
+        case DirectoryListing():
+            return {
+                "path": result.path,
+                "files": [
+                    {
+                        "name": entry.name,
+                        "path": entry.path,
+                        "is_directory": entry.is_directory,
+                        "size": entry.size,
+                        "modified_time": entry.modified_time,
+                        "permissions": entry.permissions,
+                        "extension": entry.extension,
+                    }
+                    for entry in result.files
+                ],
+                "total_count": result.total_count,
+                "directory_count": result.directory_count,
+                "file_count": result.file_count,
+                "truncated": result.truncated,
+            }
+        case GrepResult():
+            return {
+                "path": result.path,
+                "pattern": result.pattern,
+                "matches": [_grep_match(match) for match in result.matches],
+                "match_count": result.match_count,
+                "files_searched": result.files_searched,
+                "files_matched": result.files_matched,
+                "truncated": result.truncated,
+            }
+        case GlobResult():
+            return {
+                "path": result.path,
+                "pattern": result.pattern,
+                "files": [_glob_entry(entry) for entry in result.files],
+                "total_count": result.total_count,
+                "truncated": result.truncated,
+            }
+
+
+def _grep_match(match: GrepMatch) -> dict[str, Any]:
+    item: dict[str, Any] = {"file": match.file, "line_number": match.line_number, "line_content": match.line_content}
+    if match.context_before is not None:
+        item["context_before"] = list(match.context_before)
+    if match.context_after is not None:
+        item["context_after"] = list(match.context_after)
+    return item
+
+
+def _glob_entry(entry: GlobEntry) -> dict[str, Any]:
+    item: dict[str, Any] = {"path": entry.path, "name": entry.name}
+    if entry.metadata is not None:
+        item["is_directory"] = entry.metadata.is_directory
+        item["size"] = entry.metadata.size
+        item["modified_time"] = entry.metadata.modified_time
+    return item
+
+
+def action_object(action: str, result: FileResult) -> dict[str, Any]:
+    """The whole object an agent sees for a successful action."""
+    return {"action": action, "success": True, **action_fields(result)}
+
+
+def error_fields(error: FileOperationError) -> dict[str, Any]:
+    """aiod's structured error: what the ``error`` of a failure object and REST's failure data hold."""
+    return {
+        "errno": error.errno,
+        "errno_name": error.errno_name,
+        "error_type": error.error_type,
+        "exception_type": error.exception_type,
+        "message": error.message,
+        "operation": error.operation,
+        "path": error.path,
+        "retryable": error.retryable,
+    }
+
+
+def failure_object(error: FileOperationError, action: str) -> dict[str, Any]:
+    """The whole failure object an agent sees (``success: false`` plus the error)."""
+    return {
+        "action": action,
+        "error": error_fields(error),
+        "message": error.message,
+        "path": error.path,
+        "success": False,
+    }
+
+
 def _flag(args: dict[str, Any], name: str, default: bool) -> bool:
     value = args.get(name)
     return default if value is None else bool(value)
@@ -90,7 +219,7 @@ def _number(args: dict[str, Any], name: str, default: int) -> int:
     return default if value is None else int(value)
 
 
-Action = Callable[[FilePlane, str, dict[str, Any]], Awaitable[dict[str, Any]]]
+Action = Callable[[FilePlane, str, dict[str, Any]], Awaitable[FileResult]]
 
 _DISPATCH: dict[str, Action] = {
     "read": lambda files, path, a: files.read(
@@ -141,7 +270,7 @@ def tools(planes: Planes) -> list[ToolSpec]:
         try:
             result = await _DISPATCH[action](files, path, args)
         except FileOperationError as exc:
-            raise ToolError(exc.message, payload=exc.failure(action)) from None
-        return json_result(result)
+            raise ToolError(exc.message, payload=failure_object(exc, action)) from None
+        return json_result(action_object(action, result))
 
     return [ToolSpec("sandbox_file_operations", DESCRIPTION, INPUT_SCHEMA, file_operations)]

@@ -10,10 +10,7 @@ from .browser import BrowserPlane
 from .browser.page import PagePlane
 from .code import CodePlane
 from .context import ContextPlane
-from .convert import ConvertPlane
-from .editor import EditorPlane
-from .file_watch import FileWatchPlane
-from .files import FilePlane
+from .files import ConvertPlane, EditorPlane, FilePlane, FileWatchPlane
 from .hooks import HookPlane
 from .preview import PreviewPlane
 from .proxy import ProxyPlane

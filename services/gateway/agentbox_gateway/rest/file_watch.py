@@ -2,7 +2,9 @@
 ``POST /v1/file/watch`` (start), ``GET /v1/file/watch`` (list), ``GET /v1/file/watch/{id}/events``
 (every kept event), ``POST /v1/file/watch/{id}/poll`` (events after a cursor, optionally waiting),
 ``DELETE /v1/file/watch/{id}`` (stop), ``POST /v1/file/watch/wait`` (one event on one path).
-Events are ``{seq, type (create/write/remove), path, time}``; ``cursor`` is the last ``seq`` seen."""
+Events are ``{seq, type (create/write/remove), path, time}``; ``cursor`` is the last ``seq`` seen.
+Plane errors are answered by the REST door's one handler (404 unknown watcher or directory, 429 too
+many watchers, 400 the rest); only ``wait``'s timeout is this door's own: 408, as AIO answers it."""
 
 from __future__ import annotations
 
@@ -12,19 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from fastapi import APIRouter
 from pydantic import ConfigDict, Field
 
-from ..planes.file_watch import (
-    MAX_WAIT_SECONDS,
-    Watcher,
-    WatchError,
-    WatchEvent,
-    WatchLimit,
-    WatchNotFound,
-    WatchOptions,
-    WatchTimeout,
-)
+from ..planes.files import MAX_WAIT_SECONDS, Watcher, WatchEvent, WatchOptions, WatchTimeout
 from ..settings import GatewaySettings
 from .bodies import StrictBody
-from .envelope import answer_or_raise, error_responses, ok
+from .envelope import RestError, error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
@@ -72,11 +65,6 @@ def _events(events: list[WatchEvent], cursor: int) -> dict[str, Any]:
     return {"events": [asdict(e) for e in events], "cursor": events[-1].seq if events else cursor}
 
 
-async def _guarded(operation: Any) -> Any:
-    statuses: dict[type[Exception], int] = {WatchNotFound: 404, WatchLimit: 429, WatchTimeout: 408, WatchError: 400}
-    return await answer_or_raise(operation, statuses)
-
-
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     watches = planes.watch
     api = APIRouter(prefix="/v1/file/watch", tags=["file"], responses=error_responses(400, 404, 429))
@@ -91,7 +79,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
             include_patterns=tuple(body.include_patterns or ()),
             debounce_ms=body.debounce or 50,
         )
-        return ok(_watcher(await _guarded(watches.create(options))))
+        return ok(_watcher(await watches.create(options)))
 
     @api.get("")
     async def list_watchers() -> dict[str, Any]:
@@ -103,13 +91,16 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.post("/wait")
     async def wait(body: WatchWait) -> dict[str, Any]:
         """The first event on ``path`` (of ``event_types``) within ``timeout`` seconds (30); 408 if none."""
-        event = await _guarded(watches.wait(body.path, float(body.timeout or 30), body.event_types or ()))
+        try:
+            event = await watches.wait(body.path, float(body.timeout or 30), body.event_types or ())
+        except WatchTimeout as exc:
+            raise RestError(408, exc.message) from None
         return ok({"event": asdict(event)})
 
     @api.get("/{watcher_id}/events")
     async def events(watcher_id: str) -> dict[str, Any]:
         """Every event the watcher keeps (the latest 10,000)."""
-        watcher = await _guarded(_get(watcher_id))
+        watcher = watches.get(watcher_id)
         return ok({"watcher_id": watcher_id, **_events(list(watcher.events), 0)})
 
     @api.post("/{watcher_id}/poll")
@@ -117,15 +108,12 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         """Events after ``since``; with ``timeout``, waits up to that many seconds for the next one."""
         body = body or WatchPoll()
         since = body.since or 0
-        found = await _guarded(watches.poll(watcher_id, since, body.limit or 1000, wait_s=float(body.timeout or 0)))
+        found = await watches.poll(watcher_id, since, body.limit or 1000, wait_s=float(body.timeout or 0))
         return ok({"watcher_id": watcher_id, **_events(found, since)})
 
     @api.delete("/{watcher_id}")
     async def stop(watcher_id: str) -> dict[str, Any]:
-        watcher = await _guarded(watches.stop(watcher_id))
+        watcher = await watches.stop(watcher_id)
         return ok({"watcher_id": watcher.id, "stopped": True})
-
-    async def _get(watcher_id: str) -> Watcher:
-        return watches.get(watcher_id)
 
     return api

@@ -4,6 +4,8 @@ A failed operation is HTTP 200 with ``success: false`` and the structured error 
 Because the SDK parses ``data`` into the route's model even then, a failure's ``data`` also carries
 that model's required fields (``file``, ``content: ""`` ...), so SDK users get the error instead of
 a parsing exception. Download is the exception: it streams bytes, so it fails with an HTTP status.
+The fields are aiod's, written from the plane's records by the MCP tool's functions
+(:mod:`..mcp_tools.files`, :mod:`..mcp_tools.editor`), so both doors answer with the same objects.
 An upload larger than ``AIO_MAX_UPLOAD_BYTES`` is refused with 413 as soon as that many bytes came in
 (at once when ``Content-Length`` says so), before anything is stored."""
 
@@ -20,7 +22,9 @@ from pydantic import Field
 from starlette.exceptions import HTTPException
 from starlette.types import Message
 
-from ..planes.files import FileOperationError
+from ..mcp_tools.editor import editor_object
+from ..mcp_tools.files import action_fields, error_fields
+from ..planes.files import FileOperationError, FileResult, SavedUpload
 from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import RestError, error_responses, failed, ok
@@ -29,6 +33,8 @@ if TYPE_CHECKING:
     from ..planes import Planes
 
 #: aiod's v2 status for each error type, used where a status code is the only channel (download).
+#: Finer than the plane error kinds' statuses (403, 422, 507 have no kind), and its body carries the
+#: structured error, so download answers its errors itself.
 HTTP_STATUS = {
     "not_found": 404,
     "permission_denied": 403,
@@ -174,22 +180,24 @@ class _UploadRoute(APIRoute):
         return limited
 
 
-def _file_data(result: dict[str, Any]) -> dict[str, Any]:
+def _file_data(result: FileResult) -> dict[str, Any]:
     """A single-file action's result as the SDK models it: ``path`` is called ``file``."""
-    data = {k: v for k, v in result.items() if k not in ("action", "success", "path")}
-    return {"file": result["path"], **data}
+    data = action_fields(result)
+    return {"file": data.pop("path"), **data}
 
 
-def _tree_data(result: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in result.items() if k not in ("action", "success")}
+def upload_data(saved: SavedUpload) -> dict[str, Any]:
+    """An upload's ``data`` (the SDK's ``FileUploadResult``)."""
+    return {"file_path": saved.file_path, "file_size": saved.file_size, "success": True}
 
 
-async def _respond(call: Awaitable[dict[str, Any]], single_file: bool, required: dict[str, Any]) -> dict[str, Any]:
+async def _respond(call: Awaitable[FileResult], single_file: bool, required: dict[str, Any]) -> dict[str, Any]:
+    """The SDK's contract: a failure is HTTP 200 with ``success: false`` and the structured error."""
     try:
         result = await call
     except FileOperationError as exc:
-        return failed(exc.message, {**exc.to_dict(), **required})
-    return ok(_file_data(result) if single_file else _tree_data(result))
+        return failed(exc.message, {**error_fields(exc), **required})
+    return ok(_file_data(result) if single_file else action_fields(result))
 
 
 def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
@@ -297,7 +305,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
             view_range=body.view_range,
             replace_mode=body.replace_mode,
         )
-        data = result.to_dict()
+        data = editor_object(result)
         return ok(data) if result.success else failed(result.error or "editor command failed", data)
 
     async def upload_file(
@@ -306,12 +314,12 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     ) -> dict[str, Any]:
         """Store a multipart upload at ``path`` (a directory, or none, keeps the file's own name)."""
         try:
-            result = await files.save_upload(path, file.filename, file.file)
+            saved = await files.save_upload(path, file.filename, file.file)
         except FileOperationError as exc:
-            return failed(exc.message, {**exc.to_dict(), "file_path": path or "", "file_size": 0, "success": False})
+            return failed(exc.message, {**error_fields(exc), "file_path": path or "", "file_size": 0, "success": False})
         finally:
             await file.close()
-        return ok(result)
+        return ok(upload_data(saved))
 
     class UploadRoute(_UploadRoute):
         limit = settings.max_upload_bytes
@@ -334,7 +342,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         try:
             real, info = await files.download_target(path)
         except FileOperationError as exc:
-            raise RestError(HTTP_STATUS.get(exc.error_type, 500), exc.message, data=exc.to_dict()) from None
+            raise RestError(HTTP_STATUS.get(exc.error_type, 500), exc.message, data=error_fields(exc)) from None
         return FileResponse(real, stat_result=info, filename=os.path.basename(real))
 
     return api

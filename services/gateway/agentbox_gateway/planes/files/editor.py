@@ -8,19 +8,22 @@ as an extra empty numbered line, and undoing a ``create`` removes the file inste
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections import OrderedDict, deque
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import anyio
 import anyio.to_thread
 
-from .file_errors import FileOperationError
-from .file_tree import ScanBudget, walk_tree
-from .files import FilePlane
+from agentbox_common.errors import ErrorKind, PlaneError
+
+from .errors import FileOperationError
+from .operations import FilePlane
+from .tree import ScanBudget, walk_tree
 
 COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")
 REPLACE_MODES = ("ALL", "FIRST", "LAST")
@@ -38,13 +41,17 @@ HISTORY_FILES = 256
 VIEW_DIRECTORY_LIMIT = 5000
 
 
-class EditorError(Exception):
-    """The command was understood and refused; the message is what the model reads."""
+class EditorError(PlaneError):
+    """The command was understood and refused; the message is what the model reads. :meth:`run`
+    answers it as a result with ``error`` set, so it never reaches a door."""
+
+    kind = ErrorKind.INVALID
 
 
-@dataclass
+@dataclass(frozen=True)
 class EditorResult:
-    """AIO 1.x's editor result (``StrReplaceEditorResult`` plus ``command`` and ``success``)."""
+    """One command's outcome, with the fields of AIO 1.x's ``StrReplaceEditorResult``; a refused
+    command has ``error`` set (and ``success`` false)."""
 
     command: str
     path: str
@@ -58,17 +65,13 @@ class EditorResult:
     def success(self) -> bool:
         return self.error is None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "command": self.command,
-            "path": self.path,
-            "output": self.output,
-            "prev_exist": self.prev_exist,
-            "error": self.error,
-            "old_content": self.old_content,
-            "new_content": self.new_content,
-            "success": self.success,
-        }
+
+class _Change(NamedTuple):
+    """What a command that went through did: the text the model reads, the content before and after."""
+
+    output: str
+    old_content: str | None = None
+    new_content: str | None = None
 
 
 def _kind(path: str) -> str | None:
@@ -114,6 +117,16 @@ def _directory_listing(path: str) -> str:
     return "\n".join(items)
 
 
+def _check_target(command: str, path: str, kind: str | None) -> None:
+    """Refuse the path/command combinations the reference tool refuses."""
+    if kind is None and command != "create":
+        raise EditorError(f"The path {path} does not exist. Please provide a valid path.")
+    if kind is not None and command == "create":
+        raise EditorError(f"File already exists at: {path}. Cannot overwrite files using command `create`.")
+    if kind == "directory" and command != "view":
+        raise EditorError(f"The path {path} is a directory and only the `view` command can be used on directories")
+
+
 def _remove(path: str) -> None:
     os.unlink(path)
 
@@ -149,43 +162,31 @@ class EditorPlane:
                     f"Unrecognized command {command}. The allowed commands for the str_replace_editor tool "
                     f"are: {', '.join(COMMANDS)}"
                 )
-            if command == "view":
-                kind = await self._validate(command, result)
-                result.output = await self._view(path, kind, view_range)
-                return result
-            async with self._lock:
-                await self._validate(command, result)
-                if command == "create":
-                    await self._create(result, file_text)
+            if not path.startswith("/"):
+                raise EditorError(
+                    f"The path {path} is not an absolute path, it should start with `/`. "
+                    f"Maybe you meant /{path.lstrip('./')}?"
+                )
+            # Edits are serialised (one undo history); a view reads without waiting for them.
+            async with contextlib.nullcontext() if command == "view" else self._lock:
+                kind = await anyio.to_thread.run_sync(_kind, path)
+                result = replace(result, prev_exist=kind is not None)
+                _check_target(command, path, kind)
+                if command == "view":
+                    change = _Change(await self._view(path, kind, view_range))
+                elif command == "create":
+                    change = await self._create(path, file_text)
                 elif command == "str_replace":
-                    await self._str_replace(result, old_str, new_str, replace_mode)
+                    change = await self._str_replace(path, old_str, new_str, replace_mode)
                 elif command == "insert":
-                    await self._insert(result, insert_line, new_str)
+                    change = await self._insert(path, insert_line, new_str)
                 else:
-                    await self._undo(result)
+                    change = await self._undo(path)
         except EditorError as exc:
-            result.error = str(exc)
+            return replace(result, error=str(exc))
         except FileOperationError as exc:
-            result.error = exc.message
-        return result
-
-    async def _validate(self, command: str, result: EditorResult) -> str | None:
-        """Refuse path/command combinations the reference tool refuses; records ``prev_exist``."""
-        path = result.path
-        if not path.startswith("/"):
-            raise EditorError(
-                f"The path {path} is not an absolute path, it should start with `/`. "
-                f"Maybe you meant /{path.lstrip('./')}?"
-            )
-        kind = await anyio.to_thread.run_sync(_kind, path)
-        result.prev_exist = kind is not None
-        if kind is None and command != "create":
-            raise EditorError(f"The path {path} does not exist. Please provide a valid path.")
-        if kind is not None and command == "create":
-            raise EditorError(f"File already exists at: {path}. Cannot overwrite files using command `create`.")
-        if kind == "directory" and command != "view":
-            raise EditorError(f"The path {path} is a directory and only the `view` command can be used on directories")
-        return kind
+            return replace(result, error=exc.message)
+        return replace(result, **change._asdict())
 
     def _remember(self, path: str, previous: str | None) -> None:
         history = self._history.pop(path, None) or deque(maxlen=HISTORY_DEPTH)
@@ -227,18 +228,16 @@ class EditorPlane:
             lines = lines[init_line - 1 :] if final_line == -1 else lines[init_line - 1 : final_line]
         return make_output(lines, path, init_line)
 
-    async def _create(self, result: EditorResult, file_text: str | None) -> None:
+    async def _create(self, path: str, file_text: str | None) -> _Change:
         if file_text is None:
             raise EditorError("Parameter `file_text` is required for command: create")
-        await self.files.write_text(result.path, file_text)
-        self._remember(result.path, None)
-        result.new_content = file_text
-        result.output = f"File created successfully at: {result.path}"
+        await self.files.write_text(path, file_text)
+        self._remember(path, None)
+        return _Change(f"File created successfully at: {path}", new_content=file_text)
 
     async def _str_replace(
-        self, result: EditorResult, old_str: str | None, new_str: str | None, replace_mode: str | None
-    ) -> None:
-        path = result.path
+        self, path: str, old_str: str | None, new_str: str | None, replace_mode: str | None
+    ) -> _Change:
         if old_str is None:
             raise EditorError("Parameter `old_str` is required for command: str_replace")
         if old_str == "":
@@ -268,15 +267,14 @@ class EditorPlane:
         start_line = max(0, replacement_line - SNIPPET_LINES)
         end_line = replacement_line + SNIPPET_LINES + new_str.count("\n")
         snippet = _lines(updated)[start_line : end_line + 1]
-        result.old_content, result.new_content = content, updated
-        result.output = (
+        output = (
             f"The file {path} has been edited. "
             + make_output(snippet, f"a snippet of {path}", start_line + 1)
             + "Review the changes and make sure they are as expected. Edit the file again if necessary."
         )
+        return _Change(output, content, updated)
 
-    async def _insert(self, result: EditorResult, insert_line: int | None, new_str: str | None) -> None:
-        path = result.path
+    async def _insert(self, path: str, insert_line: int | None, new_str: str | None) -> _Change:
         if insert_line is None:
             raise EditorError("Parameter `insert_line` is required for command: insert")
         if new_str is None:
@@ -299,16 +297,15 @@ class EditorPlane:
             + new_lines
             + lines[insert_line : insert_line + SNIPPET_LINES]
         )
-        result.old_content, result.new_content = content, updated
-        result.output = (
+        output = (
             f"The file {path} has been edited. "
             + make_output(snippet, "a snippet of the edited file", max(1, insert_line - SNIPPET_LINES + 1))
             + "Review the changes and make sure they are as expected (correct indentation, no duplicate "
             "lines, etc). Edit the file again if necessary."
         )
+        return _Change(output, content, updated)
 
-    async def _undo(self, result: EditorResult) -> None:
-        path = result.path
+    async def _undo(self, path: str) -> _Change:
         history = self._history.get(path)
         if not history:
             raise EditorError(f"No edit history found for {path}.")
@@ -319,14 +316,12 @@ class EditorPlane:
                 await anyio.to_thread.run_sync(_remove, path)
             except OSError as exc:
                 raise FileOperationError.from_os_error(exc, "write", path) from None
-            result.output = (
-                f"Last edit to {path} undone successfully. The file did not exist before, so it was removed."
-            )
+            output = f"Last edit to {path} undone successfully. The file did not exist before, so it was removed."
         else:
             await self.files.write_text(path, previous)
-            result.output = f"Last edit to {path} undone successfully. {make_output(_lines(previous), path)}"
+            output = f"Last edit to {path} undone successfully. {make_output(_lines(previous), path)}"
         history.pop()
-        result.old_content, result.new_content = current, previous
+        return _Change(output, current, previous)
 
 
 def _occurrences(text: str, needle: str) -> list[int]:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from watchfiles import Change, awatch
 
+from agentbox_common.errors import ErrorKind, PlaneError
+
 logger = logging.getLogger(__name__)
 
 MAX_WATCHERS = 128
@@ -34,20 +36,24 @@ _KINDS = {Change.added: "create", Change.modified: "write", Change.deleted: "rem
 EVENT_TYPES = frozenset({"create", "write", "remove", "rename", "chmod"})
 
 
-class WatchError(Exception):
+class WatchError(PlaneError):
     """A watch request that cannot be served; nothing was started."""
+
+    kind = ErrorKind.INVALID
 
 
 class WatchNotFound(WatchError):
-    pass
+    kind = ErrorKind.NOT_FOUND
 
 
 class WatchLimit(WatchError):
-    pass
+    kind = ErrorKind.LIMIT
 
 
 class WatchTimeout(WatchError):
-    pass
+    """``wait`` saw no event in its time: the awaited condition, not the operation, timed out."""
+
+    kind = ErrorKind.TIMEOUT
 
 
 @dataclass(frozen=True)

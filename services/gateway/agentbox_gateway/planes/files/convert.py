@@ -11,16 +11,20 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from agentbox_common.errors import ErrorKind, PlaneError
+
 #: The most a converted document may read (a URL's body or a file), to bound memory and time.
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 
 
-class ConvertError(Exception):
+class ConvertError(PlaneError):
     """The source cannot be converted (unsupported type, unreadable, fetch failed)."""
+
+    kind = ErrorKind.INVALID
 
 
 class SourceNotFound(ConvertError):
-    pass
+    kind = ErrorKind.NOT_FOUND
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,26 @@ class ConvertPlane:
         return Converted(result.markdown, result.title)
 
     async def convert(self, uri: str) -> Converted:
-        if not uri.strip():
-            raise ConvertError("uri must not be empty")
-        return await asyncio.to_thread(self._convert, uri.strip())
+        """``uri`` as Markdown. A URI no answer could carry (not printable, lone surrogates) is refused
+        before it is looked at; every other failure names the URI."""
+        if not uri.isprintable() or not _utf8(uri):
+            raise ConvertError("uri must be printable UTF-8 text")
+        try:
+            if not uri.strip():
+                raise ConvertError("uri must not be empty")
+            return await asyncio.to_thread(self._convert, uri.strip())
+        except SourceNotFound:
+            raise
+        except (ConvertError, ValueError, OSError) as exc:  # a URI that is no path (surrogates, too long)
+            raise ConvertError(f"cannot convert {uri!r}: {exc}") from None
 
     async def aclose(self) -> None:
         return None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates from a JSON string
+        return False
+    return True

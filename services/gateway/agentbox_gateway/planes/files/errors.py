@@ -1,7 +1,8 @@
-"""The file plane's one error shape, as aiod passes it to agents: ``errno``, ``errno_name``,
+"""The file plane's one error, with the fields aiod reports to agents: ``errno``, ``errno_name``,
 ``error_type``, ``exception_type``, ``message`` (``Failed to read file: No such file or directory (os
 error 2)``), ``operation``, ``path``, ``retryable``. OS errors, decoding errors and refused arguments
-all become a :class:`FileOperationError`."""
+all become a :class:`FileOperationError`, of the subclass whose :class:`ErrorKind` fits its
+``error_type`` (the doors write the fields out; this module builds no wire shape)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import errno as errno_codes
 import os
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
+
+from agentbox_common.errors import ErrorKind, PlaneError
 
 T = TypeVar("T")
 
@@ -57,8 +60,10 @@ _RETRYABLE = {
 }
 
 
-class FileOperationError(Exception):
-    """A file operation that failed, in aiod's structured shape (see :meth:`to_dict`)."""
+class FileOperationError(PlaneError):
+    """A file operation that failed; ``error_type`` is aiod's finer name for what went wrong."""
+
+    kind = ErrorKind.FAILED
 
     def __init__(
         self,
@@ -74,7 +79,6 @@ class FileOperationError(Exception):
         super().__init__(message)
         self.operation = operation
         self.path = path
-        self.message = message
         self.error_type = error_type
         self.exception_type = exception_type
         self.errno = errno
@@ -89,11 +93,12 @@ class FileOperationError(Exception):
         code = exc.errno
         if code is None:
             return cls.invalid(operation, path, str(exc), "bad_request", type(exc).__name__)
-        return cls(
+        error_type = _ERROR_TYPES.get(code, "io_error")
+        return _CLASSES.get(error_type, FileOperationError)(
             operation=operation,
             path=path,
             message=f"Failed to {VERBS[operation]}: {os.strerror(code)} (os error {code})",
-            error_type=_ERROR_TYPES.get(code, "io_error"),
+            error_type=error_type,
             exception_type=type(exc).__name__,
             errno=code,
             retryable=code in _RETRYABLE,
@@ -114,7 +119,7 @@ class FileOperationError(Exception):
         exception_type: str = "ValueError",
     ) -> FileOperationError:
         """A request the plane refuses before touching the disk (bad argument, bad path ...)."""
-        return cls(
+        return _CLASSES.get(error_type, FileRequestInvalid)(
             operation=operation,
             path=path,
             message=f"Failed to {VERBS[operation]}: {detail}",
@@ -122,27 +127,41 @@ class FileOperationError(Exception):
             exception_type=exception_type,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "errno": self.errno,
-            "errno_name": self.errno_name,
-            "error_type": self.error_type,
-            "exception_type": self.exception_type,
-            "message": self.message,
-            "operation": self.operation,
-            "path": self.path,
-            "retryable": self.retryable,
-        }
 
-    def failure(self, action: str) -> dict[str, Any]:
-        """The whole failure object an agent sees (``success: false`` plus the error)."""
-        return {
-            "action": action,
-            "error": self.to_dict(),
-            "message": self.message,
-            "path": self.path,
-            "success": False,
-        }
+class FileRequestInvalid(FileOperationError):
+    """A bad argument or path, a target of the wrong type, text that is not UTF-8, no permission."""
+
+    kind = ErrorKind.INVALID
+
+
+class FileNotFound(FileOperationError):
+    kind = ErrorKind.NOT_FOUND
+
+
+class FileExists(FileOperationError):
+    kind = ErrorKind.CONFLICT
+
+
+class FileTooLarge(FileOperationError):
+    kind = ErrorKind.TOO_LARGE
+
+
+class NoSpaceLeft(FileOperationError):
+    kind = ErrorKind.LIMIT
+
+
+#: The error class of each ``error_type``; ``io_error`` (and anything unlisted) stays a plain failure.
+_CLASSES: dict[str, type[FileOperationError]] = {
+    "not_found": FileNotFound,
+    "permission_denied": FileRequestInvalid,
+    "already_exists": FileExists,
+    "invalid_path": FileRequestInvalid,
+    "invalid_target": FileRequestInvalid,
+    "bad_request": FileRequestInvalid,
+    "decode_error": FileRequestInvalid,
+    "too_large": FileTooLarge,
+    "no_space_left": NoSpaceLeft,
+}
 
 
 def resolve_path(path: str, operation: str) -> str:

@@ -1,8 +1,9 @@
 """The file plane: the eight ``sandbox_file_operations`` actions (read, write, replace, search, find,
-list, grep, glob), uploads and downloads, with one structured error shape (:mod:`.file_errors`).
+list, grep, glob), uploads and downloads, each returning a record of :mod:`.results` and failing
+with one error (:mod:`.errors`).
 
 Every operation runs its blocking file I/O in one worker thread (``anyio.to_thread``) so a slow disk
-or a big tree never stalls the event loop; the tree-walking actions live in :mod:`.file_tree`."""
+or a big tree never stalls the event loop; the tree-walking actions live in :mod:`.tree`."""
 
 from __future__ import annotations
 
@@ -20,9 +21,21 @@ from typing import IO, Any, TypeVar
 
 import anyio.to_thread
 
-from ..settings import GatewaySettings
-from .file_errors import VERBS, FileOperationError, compile_pattern, guarded, resolve_path
-from .file_tree import (
+from ...settings import GatewaySettings
+from .errors import VERBS, FileOperationError, compile_pattern, guarded, resolve_path
+from .results import (
+    DirectoryListing,
+    DownloadTarget,
+    FileRead,
+    FileReplaced,
+    FileSearch,
+    FileWritten,
+    FoundFiles,
+    GlobResult,
+    GrepResult,
+    SavedUpload,
+)
+from .tree import (
     find_files,
     glob_files,
     grep_files,
@@ -108,7 +121,7 @@ def _split_byte_lines(data: bytes) -> list[bytes]:
     return [line + b"\n" for line in lines[:-1]] + [lines[-1]]
 
 
-def _read(real: str, path: str, encoding: str, start_line: int | None, end_line: int | None) -> dict[str, Any]:
+def _read(real: str, path: str, encoding: str, start_line: int | None, end_line: int | None) -> FileRead:
     data = _read_bytes(real, "read", path)
     sliced = start_line is not None or end_line is not None
     if encoding == "base64":
@@ -118,7 +131,7 @@ def _read(real: str, path: str, encoding: str, start_line: int | None, end_line:
     else:
         text = data.decode("utf-8", errors="strict" if encoding == "utf-8" else "replace")
         content = "".join(split_lines(text)[start_line:end_line]) if sliced else text
-    return {"action": "read", "path": path, "success": True, "content": content}
+    return FileRead(path, content)
 
 
 def _write(
@@ -129,7 +142,7 @@ def _write(
     append: bool,
     leading_newline: bool,
     trailing_newline: bool,
-) -> dict[str, Any]:
+) -> FileWritten:
     if encoding == "base64":
         try:
             data = base64.b64decode(content, validate=True)
@@ -142,18 +155,18 @@ def _write(
         except UnicodeEncodeError:
             raise FileOperationError.invalid("write", path, "content is not valid Unicode text") from None
     write_bytes_sync(real, data, "write", path, append)
-    return {"action": "write", "path": path, "success": True, "bytes_written": len(data)}
+    return FileWritten(path, len(data))
 
 
-def _replace(real: str, path: str, old: str, new: str) -> dict[str, Any]:
+def _replace(real: str, path: str, old: str, new: str) -> FileReplaced:
     text = read_text_sync(real, "replace", path)
     count = text.count(old)
     if count:
         write_bytes_sync(real, text.replace(old, new).encode("utf-8"), "replace", path)
-    return {"action": "replace", "path": path, "success": True, "replaced_count": count}
+    return FileReplaced(path, count)
 
 
-def _search(real: str, path: str, regex: str) -> dict[str, Any]:
+def _search(real: str, path: str, regex: str) -> FileSearch:
     pattern = compile_pattern(regex, "search", path)
     matches: list[str] = []
     numbers: list[int] = []
@@ -162,17 +175,10 @@ def _search(real: str, path: str, regex: str) -> dict[str, Any]:
         if pattern.search(line):
             matches.append(line)
             numbers.append(number)
-    return {
-        "action": "search",
-        "path": path,
-        "success": True,
-        "matches": matches,
-        "line_numbers": numbers,
-        "match_count": len(matches),
-    }
+    return FileSearch(path, tuple(matches), tuple(numbers))
 
 
-def _save_upload(real: str, path: str, source: IO[bytes], filename: str | None) -> dict[str, Any]:
+def _save_upload(real: str, path: str, source: IO[bytes], filename: str | None) -> SavedUpload:
     if path.endswith("/"):  # "dir/": a directory, created when missing
         os.makedirs(real, exist_ok=True)
     if os.path.isdir(real):  # a directory target keeps the uploaded file's own name
@@ -200,7 +206,7 @@ def _save_upload(real: str, path: str, source: IO[bytes], filename: str | None) 
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    return {"file_path": path, "file_size": os.stat(real).st_size, "success": True}
+    return SavedUpload(path, os.stat(real).st_size)
 
 
 def _download_target(real: str, path: str) -> os.stat_result:
@@ -243,7 +249,7 @@ class FilePlane:
         encoding: str | None = "utf-8",
         start_line: int | None = None,
         end_line: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> FileRead:
         """``content`` of a file; ``start_line``/``end_line`` are 0-based, end exclusive."""
         encoding = self._check_encoding("read", path, encoding)
         for name, value in (("start_line", start_line), ("end_line", end_line)):
@@ -260,13 +266,13 @@ class FilePlane:
         append: bool = False,
         leading_newline: bool = False,
         trailing_newline: bool = False,
-    ) -> dict[str, Any]:
+    ) -> FileWritten:
         if content is None:
             raise FileOperationError.invalid("write", path, "content is required for write")
         encoding = self._check_encoding("write", path, encoding)
         return await self._run("write", path, _write, content, encoding, append, leading_newline, trailing_newline)
 
-    async def replace(self, path: str, old: str | None, new: str | None) -> dict[str, Any]:
+    async def replace(self, path: str, old: str | None, new: str | None) -> FileReplaced:
         """Replace every occurrence of ``old`` (``content``) with ``new`` (``target``)."""
         if not old:
             raise FileOperationError.invalid("replace", path, "content (the text to replace) is required")
@@ -274,13 +280,13 @@ class FilePlane:
             raise FileOperationError.invalid("replace", path, "target (the replacement text) is required")
         return await self._run("replace", path, _replace, old, new)
 
-    async def search(self, path: str, regex: str | None) -> dict[str, Any]:
+    async def search(self, path: str, regex: str | None) -> FileSearch:
         """Lines of one file matching ``regex`` with their 1-based numbers."""
         if not regex:
             raise FileOperationError.invalid("search", path, "content (the regex to search for) is required")
         return await self._run("search", path, _search, regex)
 
-    async def find(self, path: str, pattern: str | None) -> dict[str, Any]:
+    async def find(self, path: str, pattern: str | None) -> FoundFiles:
         """Files under ``path`` whose name matches the glob ``pattern`` (like ``find -name``)."""
         if not pattern:
             raise FileOperationError.invalid("find", path, "pattern (a file-name glob) is required")
@@ -298,7 +304,7 @@ class FilePlane:
         include_permissions: bool = False,
         sort_by: str | None = "name",
         sort_desc: bool = False,
-    ) -> dict[str, Any]:
+    ) -> DirectoryListing:
         return await self._run(
             "list",
             path,
@@ -330,7 +336,7 @@ class FilePlane:
         offset: int = 0,
         file_type: str | None = None,
         recursive: bool = True,
-    ) -> dict[str, Any]:
+    ) -> GrepResult:
         """Regex (or literal) search across files, ripgrep-style: hidden and binary files and files
         over 1 MiB are skipped; at most 500 matches."""
         if not pattern:
@@ -367,7 +373,7 @@ class FilePlane:
         max_results: int | None = None,
         sort_by: str | None = "path",
         sort_desc: bool = False,
-    ) -> dict[str, Any]:
+    ) -> GlobResult:
         """Paths under ``path`` matching a path glob such as ``**/*.py`` (at most 5000)."""
         if not pattern:
             raise FileOperationError.invalid("glob", path, "pattern (a glob such as **/*.py) is required")
@@ -394,15 +400,15 @@ class FilePlane:
         """Replace a file's content with ``text`` (for the editor)."""
         await self._run("write", path, lambda real, given: write_bytes_sync(real, text.encode("utf-8"), "write", given))
 
-    async def save_upload(self, path: str | None, filename: str | None, source: IO[bytes]) -> dict[str, Any]:
-        """Copy an uploaded (spooled) file to ``path`` atomically; ``{file_path, file_size, success}``.
-        A directory ``path`` (or none: the temp directory) keeps the upload's own file name."""
+    async def save_upload(self, path: str | None, filename: str | None, source: IO[bytes]) -> SavedUpload:
+        """Copy an uploaded (spooled) file to ``path`` atomically. A directory ``path`` (or none: the
+        temp directory) keeps the upload's own file name."""
         return await self._run("upload", path or tempfile.gettempdir(), _save_upload, source, filename)
 
-    async def download_target(self, path: str) -> tuple[str, os.stat_result]:
+    async def download_target(self, path: str) -> DownloadTarget:
         """The resolved path and ``stat`` of a readable regular file, for a streamed response."""
 
-        def target(real: str, given: str) -> tuple[str, os.stat_result]:
-            return real, _download_target(real, given)
+        def target(real: str, given: str) -> DownloadTarget:
+            return DownloadTarget(real, _download_target(real, given))
 
         return await self._run("download", path, target)

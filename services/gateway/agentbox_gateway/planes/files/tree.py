@@ -13,7 +13,17 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any
 
-from .file_errors import FileOperationError, compile_pattern
+from .errors import FileOperationError, compile_pattern
+from .results import (
+    DirectoryListing,
+    EntryMetadata,
+    FileEntry,
+    FoundFiles,
+    GlobEntry,
+    GlobResult,
+    GrepMatch,
+    GrepResult,
+)
 
 #: aiod's limits: grep matches and the size of a grepped file, glob, list and find results.
 GREP_MAX_MATCHES = 500
@@ -206,7 +216,7 @@ def _clamp(value: int | None, default: int, limit: int) -> int:
     return max(1, min(int(value), limit))
 
 
-def find_files(real: str, path: str, pattern: str) -> dict[str, Any]:
+def find_files(real: str, path: str, pattern: str) -> FoundFiles:
     _require_directory(real, "find", path)
     budget = ScanBudget()
     files: list[str] = []
@@ -217,37 +227,29 @@ def find_files(real: str, path: str, pattern: str) -> dict[str, Any]:
                 truncated = True
                 break
             files.append(entry.path)
-    files.sort()
-    return {
-        "action": "find",
-        "path": path,
-        "success": True,
-        "files": files,
-        "file_count": len(files),
-        "truncated": truncated or budget.exhausted,
-    }
+    return FoundFiles(path, tuple(sorted(files)), truncated or budget.exhausted)
 
 
-def _file_info(entry: os.DirEntry[str], include_size: bool, include_permissions: bool) -> dict[str, Any]:
+def _file_entry(entry: os.DirEntry[str], include_size: bool, include_permissions: bool) -> FileEntry:
     is_directory = _is_dir(entry)
     info = _entry_stat(entry)
     extension = os.path.splitext(entry.name)[1] if not is_directory else ""
-    return {
-        "name": entry.name,
-        "path": entry.path,
-        "is_directory": is_directory,
-        "size": info.st_size if include_size and info is not None else None,
-        "modified_time": iso_time(info.st_mtime) if info is not None else None,
-        "permissions": format(stat.S_IMODE(info.st_mode), "03o") if include_permissions and info else None,
-        "extension": extension or None,
-    }
+    return FileEntry(
+        name=entry.name,
+        path=entry.path,
+        is_directory=is_directory,
+        size=info.st_size if include_size and info is not None else None,
+        modified_time=iso_time(info.st_mtime) if info is not None else None,
+        permissions=format(stat.S_IMODE(info.st_mode), "03o") if include_permissions and info else None,
+        extension=extension or None,
+    )
 
 
-_LIST_SORTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "name": lambda f: f["name"],
-    "size": lambda f: (f["size"] or 0, f["name"]),
-    "modified": lambda f: (f["modified_time"] or "", f["name"]),
-    "type": lambda f: (not f["is_directory"], f["extension"] or "", f["name"]),
+_LIST_SORTS: dict[str, Callable[[FileEntry], Any]] = {
+    "name": lambda f: f.name,
+    "size": lambda f: (f.size or 0, f.name),
+    "modified": lambda f: (f.modified_time or "", f.name),
+    "type": lambda f: (not f.is_directory, f.extension or "", f.name),
 }
 
 
@@ -262,35 +264,25 @@ def list_directory(
     include_permissions: bool,
     sort_by: str,
     sort_desc: bool,
-) -> dict[str, Any]:
+) -> DirectoryListing:
     _require_directory(real, "list", path)
     if sort_by not in _LIST_SORTS:
         raise FileOperationError.invalid("list", path, f"sort_by must be one of {', '.join(_LIST_SORTS)}")
     depth = (max_depth if max_depth and max_depth > 0 else None) if recursive else 1
     extensions = {("." + t.lstrip(".")).lower() for t in file_types or ()}
     budget = ScanBudget()
-    files: list[dict[str, Any]] = []
+    files: list[FileEntry] = []
     truncated = False
     for entry, _relative, _depth in walk_tree(real, budget, include_hidden=show_hidden, max_depth=depth):
-        info = _file_info(entry, include_size, include_permissions)
-        if extensions and not info["is_directory"] and (info["extension"] or "").lower() not in extensions:
+        info = _file_entry(entry, include_size, include_permissions)
+        if extensions and not info.is_directory and (info.extension or "").lower() not in extensions:
             continue
         if len(files) >= LIST_MAX_RESULTS:
             truncated = True
             break
         files.append(info)
     files.sort(key=_LIST_SORTS[sort_by], reverse=sort_desc)
-    directories = sum(1 for f in files if f["is_directory"])
-    return {
-        "action": "list",
-        "path": path,
-        "success": True,
-        "files": files,
-        "total_count": len(files),
-        "directory_count": directories,
-        "file_count": len(files) - directories,
-        "truncated": truncated or budget.exhausted,
-    }
+    return DirectoryListing(path, tuple(files), truncated or budget.exhausted)
 
 
 def grep_files(
@@ -309,7 +301,7 @@ def grep_files(
     offset: int,
     file_type: str | None,
     recursive: bool,
-) -> dict[str, Any]:
+) -> GrepResult:
     flags = (re.IGNORECASE if case_insensitive else 0) | (re.MULTILINE | re.DOTALL if multiline else 0)
     regex = compile_pattern(pattern, "grep", path, flags, literal=fixed_strings)
     limit = _clamp(max_results, GREP_MAX_MATCHES, GREP_MAX_MATCHES)
@@ -341,7 +333,7 @@ def grep_files(
     else:
         candidates = iter([(real, os.path.basename(real))])
 
-    matches: list[dict[str, Any]] = []
+    matches: list[GrepMatch] = []
     searched = matched_files = 0
     truncated = False
     for file_path, _relative in candidates:
@@ -350,7 +342,7 @@ def grep_files(
             continue
         searched += 1
         found = False
-        for match in _grep_file(regex, text, multiline, before, after):
+        for match in _grep_file(regex, file_path, text, multiline, before, after):
             found = True
             if skip:
                 skip -= 1
@@ -358,21 +350,11 @@ def grep_files(
             if len(matches) >= limit:
                 truncated = True
                 break
-            matches.append({"file": file_path, **match})
+            matches.append(match)
         matched_files += found
         if truncated:
             break
-    return {
-        "action": "grep",
-        "path": path,
-        "pattern": pattern,
-        "success": True,
-        "matches": matches,
-        "match_count": len(matches),
-        "files_searched": searched,
-        "files_matched": matched_files,
-        "truncated": truncated or budget.exhausted,
-    }
+    return GrepResult(path, pattern, tuple(matches), searched, matched_files, truncated or budget.exhausted)
 
 
 def _grep_text(file_path: str, size_limit: int) -> str | None:
@@ -390,34 +372,36 @@ def _grep_text(file_path: str, size_limit: int) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def _grep_file(regex: re.Pattern[str], text: str, multiline: bool, before: int, after: int) -> Iterator[dict[str, Any]]:
+def _grep_file(
+    regex: re.Pattern[str], file_path: str, text: str, multiline: bool, before: int, after: int
+) -> Iterator[GrepMatch]:
     lines = [line.rstrip("\n").rstrip("\r") for line in split_lines(text)]
 
-    def context(first: int, last: int) -> dict[str, Any]:
-        extra: dict[str, Any] = {}
-        if before:
-            extra["context_before"] = lines[max(0, first - before) : first]
-        if after:
-            extra["context_after"] = lines[last + 1 : last + 1 + after]
-        return extra
+    def match(first: int, last: int, content: str) -> GrepMatch:
+        return GrepMatch(
+            file_path,
+            first + 1,
+            content,
+            tuple(lines[max(0, first - before) : first]) if before else None,
+            tuple(lines[last + 1 : last + 1 + after]) if after else None,
+        )
 
     if multiline:
         for found in regex.finditer(text):
             first = text.count("\n", 0, found.start())
             last = first + text.count("\n", found.start(), max(found.start(), found.end() - 1))
-            content = "\n".join(lines[first : last + 1])
-            yield {"line_number": first + 1, "line_content": content, **context(first, last)}
+            yield match(first, last, "\n".join(lines[first : last + 1]))
         return
     for index, line in enumerate(lines):
         if regex.search(line):
-            yield {"line_number": index + 1, "line_content": line, **context(index, index)}
+            yield match(index, index, line)
 
 
-_GLOB_SORTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "path": lambda f: f["path"],
-    "name": lambda f: (f["name"], f["path"]),
-    "size": lambda f: (f.get("size") or 0, f["path"]),
-    "modified": lambda f: (f.get("modified_time") or "", f["path"]),
+_GLOB_SORTS: dict[str, Callable[[GlobEntry], Any]] = {
+    "path": lambda f: f.path,
+    "name": lambda f: (f.name, f.path),
+    "size": lambda f: ((f.metadata and f.metadata.size) or 0, f.path),
+    "modified": lambda f: ((f.metadata and f.metadata.modified_time) or "", f.path),
 }
 
 
@@ -433,7 +417,7 @@ def glob_files(
     max_results: int | None,
     sort_by: str,
     sort_desc: bool,
-) -> dict[str, Any]:
+) -> GlobResult:
     _require_directory(real, "glob", path)
     if sort_by not in _GLOB_SORTS:
         raise FileOperationError.invalid("glob", path, f"sort_by must be one of {', '.join(_GLOB_SORTS)}")
@@ -456,7 +440,7 @@ def glob_files(
         max_depth=depth,
         prune=lambda entry, relative: bool(excludes) and _matches_any(entry.name, relative, excludes),
     )
-    files: list[dict[str, Any]] = []
+    files: list[GlobEntry] = []
     truncated = False
     for entry, relative, _depth in walk:
         if not regex.match(relative):
@@ -467,20 +451,14 @@ def glob_files(
         if len(files) >= limit:
             truncated = True
             break
-        item: dict[str, Any] = {"path": entry.path, "name": entry.name}
+        metadata = None
         if include_metadata:
             info = _entry_stat(entry)
-            item["is_directory"] = is_directory
-            item["size"] = info.st_size if info is not None else None
-            item["modified_time"] = iso_time(info.st_mtime) if info is not None else None
-        files.append(item)
+            metadata = EntryMetadata(
+                is_directory,
+                info.st_size if info is not None else None,
+                iso_time(info.st_mtime) if info is not None else None,
+            )
+        files.append(GlobEntry(entry.path, entry.name, metadata))
     files.sort(key=_GLOB_SORTS[sort_by], reverse=sort_desc)
-    return {
-        "action": "glob",
-        "path": path,
-        "pattern": pattern,
-        "success": True,
-        "files": files,
-        "total_count": len(files),
-        "truncated": truncated or budget.exhausted,
-    }
+    return GlobResult(path, pattern, tuple(files), truncated or budget.exhausted)

@@ -1,0 +1,158 @@
+"""What the file plane's operations return: frozen records the doors write out (the MCP tool as
+aiod's JSON objects, the REST routes as the agent-sandbox SDK's models). Field names are aiod's."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+@dataclass(frozen=True)
+class FileRead:
+    path: str
+    content: str
+
+
+@dataclass(frozen=True)
+class FileWritten:
+    path: str
+    bytes_written: int
+
+
+@dataclass(frozen=True)
+class FileReplaced:
+    path: str
+    replaced_count: int
+
+
+@dataclass(frozen=True)
+class FileSearch:
+    """The lines of one file matching a regex, and their 1-based numbers."""
+
+    path: str
+    matches: tuple[str, ...]
+    line_numbers: tuple[int, ...]
+
+    @property
+    def match_count(self) -> int:
+        return len(self.matches)
+
+
+@dataclass(frozen=True)
+class FoundFiles:
+    """Files under ``path`` whose name matches a glob, sorted."""
+
+    path: str
+    files: tuple[str, ...]
+    truncated: bool
+
+    @property
+    def file_count(self) -> int:
+        return len(self.files)
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One directory entry as ``list`` reports it; ``size``/``permissions`` only when asked for."""
+
+    name: str
+    path: str
+    is_directory: bool
+    size: int | None
+    modified_time: str | None
+    permissions: str | None
+    extension: str | None
+
+
+@dataclass(frozen=True)
+class DirectoryListing:
+    path: str
+    files: tuple[FileEntry, ...]
+    truncated: bool
+
+    @property
+    def total_count(self) -> int:
+        return len(self.files)
+
+    @property
+    def directory_count(self) -> int:
+        return sum(1 for entry in self.files if entry.is_directory)
+
+    @property
+    def file_count(self) -> int:
+        return self.total_count - self.directory_count
+
+
+@dataclass(frozen=True)
+class GrepMatch:
+    """One match; the context lines are None when no context was asked for (not merely empty)."""
+
+    file: str
+    line_number: int
+    line_content: str
+    context_before: tuple[str, ...] | None = None
+    context_after: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class GrepResult:
+    path: str
+    pattern: str
+    matches: tuple[GrepMatch, ...]
+    files_searched: int
+    files_matched: int
+    truncated: bool
+
+    @property
+    def match_count(self) -> int:
+        return len(self.matches)
+
+
+@dataclass(frozen=True)
+class EntryMetadata:
+    is_directory: bool
+    size: int | None
+    modified_time: str | None
+
+
+@dataclass(frozen=True)
+class GlobEntry:
+    """A path matching the glob; ``metadata`` is None when it was not asked for."""
+
+    path: str
+    name: str
+    metadata: EntryMetadata | None
+
+
+@dataclass(frozen=True)
+class GlobResult:
+    path: str
+    pattern: str
+    files: tuple[GlobEntry, ...]
+    truncated: bool
+
+    @property
+    def total_count(self) -> int:
+        return len(self.files)
+
+
+#: The result of each of the eight ``sandbox_file_operations`` actions.
+FileResult = (
+    FileRead | FileWritten | FileReplaced | FileSearch | FoundFiles | DirectoryListing | GrepResult | GlobResult
+)
+
+
+@dataclass(frozen=True)
+class SavedUpload:
+    """Where an upload was stored (a directory target adds the upload's own name) and its size."""
+
+    file_path: str
+    file_size: int
+
+
+class DownloadTarget(NamedTuple):
+    """A readable regular file to stream: its resolved path and ``stat``."""
+
+    path: str
+    info: os.stat_result
