@@ -15,9 +15,13 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
+from agentbox_common.errors import ErrorKind, PlaneError
 
-class WorkspaceError(ValueError):
+
+class WorkspaceError(PlaneError):
     """A path is outside the workspace or otherwise unusable; the message names it."""
+
+    kind = ErrorKind.INVALID
 
 
 def _inside(root: Path, candidate: Path) -> bool:

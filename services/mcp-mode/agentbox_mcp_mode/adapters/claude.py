@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import AgentEvent, AgentRequest, AgentRequestError
-from .cli import CliAdapter, OutputParser
+from .cli_agent import CliAdapter, OutputParser
 
 #: ``--effort`` levels the CLI accepts.
 EFFORT_LEVELS = ("low", "medium", "high", "max")

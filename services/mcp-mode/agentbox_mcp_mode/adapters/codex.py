@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import AgentEvent, AgentRequest, AgentRequestError
-from .cli import CliAdapter, OutputParser
+from .cli_agent import CliAdapter, OutputParser
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 
