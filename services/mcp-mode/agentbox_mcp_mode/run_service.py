@@ -122,8 +122,9 @@ class RunService:
         directory is then removed)."""
         try:
             self.locks.acquire(request.cwd)
-        except PlaneError:
-            await self.drop_ephemeral(request.cwd)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.drop_ephemeral(request.cwd)
             raise
         return HeldWorkspace(self, request.cwd)
 
