@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentbox_mcp_mode.api.settings import ApiModeSettings
+from agentbox_mcp_mode.api_mode.settings import ApiModeSettings
 from tests.mcp_mode.conftest import stand_in, workspace  # noqa: F401 - fixtures reused here
 from tests.mcp_mode.helpers import StandIn, agent_env
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from agentbox_mcp_mode.api.app import build_api_app
-from agentbox_mcp_mode.api.settings import ApiModeSettings
+from agentbox_mcp_mode.api_mode.app import build_api_app
+from agentbox_mcp_mode.api_mode.settings import ApiModeSettings
 from tests.support.servers import serve_app
 
 

@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from agentbox_common.settings import ConfigError
-from agentbox_mcp_mode.api.settings import ApiModeSettings
+from agentbox_mcp_mode.api_mode.settings import ApiModeSettings
 from tests.mcp_mode.helpers import StandIn, mcp_post, sse_json
 
 from .helpers import serve_api

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agentbox_mcp_mode.api.openai_format import RequestProblem, flatten_messages, parse_headers, resolve_model
-from agentbox_mcp_mode.api.runs import RunRegistry
+from agentbox_mcp_mode.api_mode.openai_format import RequestProblem, flatten_messages, parse_headers, resolve_model
+from agentbox_mcp_mode.api_mode.runs import RunRegistry
 from agentbox_mcp_mode.locks import WorkspaceBusy, WorkspaceLocks
 
 

@@ -140,6 +140,23 @@ def test_an_upload_lands_in_the_chat_workspace(
     assert not (workspace / f"chat_{CHAT}" / "gone.bin").exists()
 
 
+def test_an_upload_never_writes_through_a_symlink_out_of_the_chat_workspace(
+    start_bot, bot_api: tuple[FakeBotApi, str], workspace: Path
+) -> None:
+    fake, _ = bot_api
+    chat_dir = workspace / f"chat_{CHAT}"
+    chat_dir.mkdir()
+    (workspace / "outside.txt").write_text("keep")
+    (chat_dir / "notes.txt").symlink_to(workspace / "outside.txt")
+    fake.add_file("doc-1", b"overwritten?")
+    start_bot()
+    fake.message(CHAT, document={"file_id": "doc-1", "file_unique_id": "u-1", "file_name": "notes.txt"})
+    (refused,) = fake.wait_sent("sendMessage", CHAT, contains="error:")
+    assert "path escapes workspace root" in refused["text"]
+    assert (workspace / "outside.txt").read_text() == "keep"
+    assert sorted(p.name for p in chat_dir.iterdir()) == ["notes.txt"]  # no temporary file left
+
+
 def test_send_file_sends_a_workspace_file_and_refuses_one_outside(
     start_bot, bot_api: tuple[FakeBotApi, str], workspace: Path
 ) -> None:

@@ -45,18 +45,6 @@ def test_parse_json_arrays_and_errors() -> None:
     assert value is None and error.startswith("not valid JSON")
 
 
-def test_file_resolver(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    (root / "sub").mkdir(parents=True)
-    workspace = Workspace(root)
-    assert workspace.resolve_file("/sub/x.txt") == root.resolve() / "sub" / "x.txt"
-    assert workspace.resolve_file("") == root.resolve()
-    assert workspace.resolve_file("sub/../y") == root.resolve() / "y"
-    for bad in ("..", "../root2/x", "sub/../../x", "a\x00b"):
-        with pytest.raises(WorkspaceError):
-            workspace.resolve_file(bad)
-
-
 def test_workspace_files_walk(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)

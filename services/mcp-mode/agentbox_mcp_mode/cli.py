@@ -18,7 +18,7 @@ from agentbox_common.serving import serve
 from agentbox_common.settings import ConfigError
 
 from .adapters import load_adapter
-from .api.settings import ApiModeSettings
+from .api_mode.settings import ApiModeSettings
 from .settings import McpModeSettings
 
 MCP_MODE_USAGE = (
@@ -63,7 +63,7 @@ def main_api(argv: list[str] | None = None) -> None:
     except ConfigError as exc:
         print(f"agentbox-api: refusing to start: {exc}", file=sys.stderr)
         sys.exit(2)
-    from .api.app import build_api_app  # the MCP SDK is slow to import; a bad configuration is refused first
+    from .api_mode.app import build_api_app  # the MCP SDK is slow to import; a bad configuration is refused first
 
     serve(build_api_app(settings, adapter), settings.host, settings.port)
 

@@ -45,8 +45,8 @@ from agentbox_common.observability import ToolOutcome, note_tool_call
 from .adapters.base import Adapter
 from .locks import WorkspaceLocks
 from .mcp_progress import AgentProgress, current_agent_events
+from .mcp_tools import TOOL_DEFINITIONS, McpTools
 from .settings import McpModeSettings
-from .tools import TOOL_DEFINITIONS, McpTools
 
 #: Largest request body accepted (write_file content travels in it).
 MAX_BODY_BYTES = 32 * 1024 * 1024

@@ -10,7 +10,8 @@ agent is re-run in a **fresh** session (``no_continue=True``, no ``resume``)
 with a prompt restating the task, its invalid answer, the error and the schema — at most
 ``retries`` times, and only while the attempt exited 0 (a crash or timeout ends the loop).
 
-Interface for API mode: ``check_request(settings, adapter, request)`` before taking the lock, then
+Used by the run service (:mod:`.run_service`, every surface's one path): ``check_request(settings,
+adapter, request)`` before taking the lock, then
 ``await run_with_json_retry(adapter, request, retries, validation_timeout)`` → :class:`RunOutcome`
 (``text``, ``json``, ``session_id``, ``exit_code``, ``attempts``, ``usage``, ``stderr``,
 ``parse_error``, ``reason``). ``RunOutcome.failure`` says why a run did not succeed, or None.

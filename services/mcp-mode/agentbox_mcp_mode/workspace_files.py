@@ -15,7 +15,9 @@ walk's ``lstat`` and again from ``fstat`` of the fd actually opened (with ``O_NO
 cannot block the worker). ``delete`` removes a symlink itself, never its target. Uploads go to a
 temporary file beside the target, renamed over it when complete.
 
-Every failure is a :class:`FileProblem` naming the path, with the HTTP status a REST door answers.
+Every failure is a :class:`FileProblem` (a :class:`~agentbox_common.errors.PlaneError`) naming the
+path; its subclass says what went wrong (not found, changed meanwhile, too large, access denied, disk
+full) and each door answers it in its own terms.
 The functions block: call them from a worker thread.
 """
 
@@ -30,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from agentbox_common.errors import ErrorKind, PlaneError
+
 #: Largest file ``read_bytes`` returns (the gateway's read limit too).
 READ_LIMIT = 16 * 1024 * 1024
 #: Symlinks one walk may expand (the kernel's own bound).
@@ -43,16 +47,43 @@ _NOFOLLOW = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 T = TypeVar("T")
 
 
-class FileProblem(Exception):
-    """A file operation refused or failed; the message names the path, ``status`` is the HTTP one."""
+class FileProblem(PlaneError):
+    """A file operation refused (a bad or escaping path, a directory or special file); the message
+    names the path. The subclasses say what else went wrong."""
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+    kind = ErrorKind.INVALID
 
 
-def escape(path: str) -> FileProblem:
-    return FileProblem(400, f"path escapes workspace root: {path!r}")
+class PathEscapes(FileProblem):
+    """The path leads outside the root (``..``, an absolute or relative symlink out)."""
+
+
+class FileNotFound(FileProblem):
+    kind = ErrorKind.NOT_FOUND
+
+
+class FileChanged(FileProblem):
+    """The file or a directory on its path changed during the operation; retrying may work."""
+
+    kind = ErrorKind.CONFLICT
+
+
+class FileTooLarge(FileProblem):
+    kind = ErrorKind.TOO_LARGE
+
+
+class FileAccessDenied(FileProblem):
+    """The file system refuses access (permissions)."""
+
+
+class DiskFull(FileProblem):
+    """No space (or quota) left for the write."""
+
+    kind = ErrorKind.LIMIT
+
+
+def escape(path: str) -> PathEscapes:
+    return PathEscapes(f"path escapes workspace root: {path!r}")
 
 
 @dataclass(frozen=True)
@@ -91,8 +122,8 @@ class PendingUpload:
         try:
             _write_all(self.fd, data)
         except OSError as exc:
-            status = 507 if exc.errno in (errno.ENOSPC, errno.EDQUOT) else 409
-            raise FileProblem(status, f"cannot write {self.path}: {exc.strerror or exc}") from None
+            problem = DiskFull if exc.errno in (errno.ENOSPC, errno.EDQUOT) else FileChanged
+            raise problem(f"cannot write {self.path}: {exc.strerror or exc}") from None
         self.size += len(data)
 
     def commit(self) -> None:
@@ -104,8 +135,8 @@ class PendingUpload:
         except OSError as exc:
             self._end(remove=True)
             if isinstance(exc, IsADirectoryError):
-                raise FileProblem(400, f"is a directory: {self.path}") from None
-            raise FileProblem(409, f"cannot put {self.path} in place: {exc.strerror or exc}") from None
+                raise FileProblem(f"is a directory: {self.path}") from None
+            raise FileChanged(f"cannot put {self.path} in place: {exc.strerror or exc}") from None
         self._end(remove=False)
 
     def abort(self) -> None:
@@ -133,9 +164,9 @@ def _lstat(name: str, dir_fd: int) -> os.stat_result | None:
 
 def _check_regular(st: os.stat_result, path: str) -> None:
     if stat.S_ISDIR(st.st_mode):
-        raise FileProblem(400, f"is a directory: {path}")
+        raise FileProblem(f"is a directory: {path}")
     if not stat.S_ISREG(st.st_mode):
-        raise FileProblem(400, f"not a regular file: {path}")
+        raise FileProblem(f"not a regular file: {path}")
 
 
 class WorkspaceFiles:
@@ -158,7 +189,7 @@ class WorkspaceFiles:
         component (``name`` is ``"."`` when the path is a directory reached by ``..`` or the root).
         Symlinks are expanded inside the root (the last one only with ``follow_last``)."""
         if "\x00" in path:
-            raise FileProblem(400, f"invalid path: {path!r}")
+            raise FileProblem(f"invalid path: {path!r}")
         todo = [part for part in reversed(path.split("/")) if part not in ("", ".")]
         stack: list[int] = []
         links = changes = 0
@@ -175,7 +206,7 @@ class WorkspaceFiles:
                 if st is not None and stat.S_ISLNK(st.st_mode) and (todo or follow_last):
                     links += 1
                     if links > MAX_SYMLINKS:
-                        raise FileProblem(400, f"invalid path: {path!r} (too many levels of symbolic links)")
+                        raise FileProblem(f"invalid path: {path!r} (too many levels of symbolic links)")
                     target = os.readlink(name, dir_fd=stack[-1])
                     if target.startswith("/"):
                         relative = os.path.relpath(os.path.normpath(target), self.root)
@@ -196,7 +227,7 @@ class WorkspaceFiles:
                     todo.append(name)  # look again: whatever is there now is walked like the rest
                     continue
                 if st is None:
-                    raise FileProblem(404, f"not found: {path}")
+                    raise FileNotFound(f"not found: {path}")
                 try:
                     fd = os.open(name, _PATH_FLAGS | os.O_DIRECTORY, dir_fd=stack[-1])
                 except (FileNotFoundError, NotADirectoryError):
@@ -205,16 +236,16 @@ class WorkspaceFiles:
                         todo.append(name)  # replaced since the lstat: look again
                         continue
                     if make_parents:
-                        raise FileProblem(400, f"a parent of {path} is a file") from None
-                    raise FileProblem(404, f"not found: {path}") from None
+                        raise FileProblem(f"a parent of {path} is a file") from None
+                    raise FileNotFound(f"not found: {path}") from None
                 stack.append(fd)
             return final(stack[-1], ".", os.fstat(stack[-1]))
         except PermissionError:
-            raise FileProblem(403, f"permission denied: {path}") from None
+            raise FileAccessDenied(f"permission denied: {path}") from None
         except FileProblem:
             raise
         except OSError as exc:
-            raise FileProblem(400, f"cannot access {path}: {exc.strerror or exc}") from None
+            raise FileProblem(f"cannot access {path}: {exc.strerror or exc}") from None
         finally:
             for fd in stack:
                 os.close(fd)
@@ -226,14 +257,14 @@ class WorkspaceFiles:
 
         def listing(dir_fd: int, name: str, st: os.stat_result | None) -> list[Entry]:
             if st is None:
-                raise FileProblem(404, f"not found: {path}")
+                raise FileNotFound(f"not found: {path}")
             if not stat.S_ISDIR(st.st_mode):
-                raise FileProblem(400, f"not a directory: {path}")
+                raise FileProblem(f"not a directory: {path}")
             try:
                 fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=dir_fd)
             except OSError as exc:
                 if exc.errno in (errno.ENOTDIR, errno.ELOOP, errno.ENOENT):
-                    raise FileProblem(409, f"{path} changed during the listing") from None
+                    raise FileChanged(f"{path} changed during the listing") from None
                 raise
             try:
                 return sorted((self._entry(fd, child) for child in os.listdir(fd)), key=lambda e: e.name)
@@ -260,15 +291,15 @@ class WorkspaceFiles:
 
         def opening(dir_fd: int, name: str, st: os.stat_result | None) -> OpenedFile:
             if st is None:
-                raise FileProblem(404, f"not found: {path}")
+                raise FileNotFound(f"not found: {path}")
             _check_regular(st, path)
             try:
                 fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=dir_fd)
             except FileNotFoundError:
-                raise FileProblem(404, f"not found: {path}") from None
+                raise FileNotFound(f"not found: {path}") from None
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
-                    raise FileProblem(409, f"{path} changed while it was opened") from None
+                    raise FileChanged(f"{path} changed while it was opened") from None
                 raise
             try:
                 opened = os.fstat(fd)
@@ -335,29 +366,29 @@ class WorkspaceFiles:
 
         def removing(dir_fd: int, name: str, st: os.stat_result | None) -> None:
             if st is None:
-                raise FileProblem(404, f"not found: {path}")
+                raise FileNotFound(f"not found: {path}")
             if stat.S_ISDIR(st.st_mode):
-                raise FileProblem(400, f"cannot delete directories: {path}")
+                raise FileProblem(f"cannot delete directories: {path}")
             try:
                 os.unlink(name, dir_fd=dir_fd)
             except FileNotFoundError:
-                raise FileProblem(404, f"not found: {path}") from None
+                raise FileNotFound(f"not found: {path}") from None
             except IsADirectoryError:
-                raise FileProblem(400, f"cannot delete directories: {path}") from None
+                raise FileProblem(f"cannot delete directories: {path}") from None
 
         self._walk(path, lambda _fd, _name, _st: None)  # refuses a link that leads outside
         self._walk(path, removing, follow_last=False)
 
 
 def too_large(path: str, size: int, limit: int) -> FileProblem:
-    return FileProblem(413, f"{path} is {size} bytes, larger than the {limit // (1024 * 1024)} MiB read limit")
+    return FileTooLarge(f"{path} is {size} bytes, larger than the {limit // (1024 * 1024)} MiB read limit")
 
 
 def _open_problem(exc: OSError, path: str) -> FileProblem | OSError:
     if exc.errno == errno.EISDIR:
-        return FileProblem(400, f"is a directory: {path}")
+        return FileProblem(f"is a directory: {path}")
     if exc.errno in (errno.ENXIO, errno.ELOOP):  # a FIFO without reader, a link swapped in
-        return FileProblem(409, f"{path} changed while it was opened")
+        return FileChanged(f"{path} changed while it was opened")
     return exc
 
 

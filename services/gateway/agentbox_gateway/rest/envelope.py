@@ -14,7 +14,8 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.routing import get_route_path
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import PlaneError
+from agentbox_common.http_status import HTTP_STATUS
 
 T = TypeVar("T")
 
@@ -68,20 +69,6 @@ def failed(message: str, data: Any = None, hint: str | None = None) -> dict[str,
     return {"success": False, "message": message, "data": data, "hint": hint}
 
 
-#: The REST door's one answer to each kind of plane error. A route whose contract says otherwise
-#: (the file routes' ``200 success:false``, fixed by the SDK) catches its errors itself.
-HTTP_STATUS: dict[ErrorKind, int] = {
-    ErrorKind.INVALID: 400,
-    ErrorKind.NOT_FOUND: 404,
-    ErrorKind.CONFLICT: 409,
-    ErrorKind.TOO_LARGE: 413,
-    ErrorKind.LIMIT: 429,
-    ErrorKind.FAILED: 500,
-    ErrorKind.UNAVAILABLE: 503,
-    ErrorKind.TIMEOUT: 504,
-}
-
-
 class RestError(Exception):
     """An HTTP error with an envelope body (404 unknown session, 503 plane down, ...)."""
 
@@ -118,6 +105,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(PlaneError)
     async def plane_error(request: Request, exc: PlaneError) -> JSONResponse:
+        # A route whose contract says otherwise (the file routes' ``200 success:false``, fixed by
+        # the SDK) catches its errors itself.
         return JSONResponse(failed(exc.message, hint=exc.hint), status_code=HTTP_STATUS[exc.kind])
 
     @app.exception_handler(RestError)

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from agentbox_common.errors import ErrorKind, PlaneError
+
 if TYPE_CHECKING:
     from ..settings import McpModeSettings
 
@@ -36,8 +38,10 @@ MISSING_BINARY_EXIT_CODE = 127
 EventType = Literal["delta", "session", "usage", "stop"]
 
 
-class AgentRequestError(ValueError):
+class AgentRequestError(PlaneError):
     """The request cannot be run by this adapter; nothing was started."""
+
+    kind = ErrorKind.INVALID
 
 
 @dataclass(frozen=True)

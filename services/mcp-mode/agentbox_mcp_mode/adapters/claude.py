@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .base import AgentEvent, AgentRequest, AgentRequestError
-from .cli import CliAdapter, OutputParser
+from .base import AgentEvent, AgentRequest
+from .cli_agent import CliAdapter, OutputParser
 
 #: ``--effort`` levels the CLI accepts.
 EFFORT_LEVELS = ("low", "medium", "high", "max")
@@ -54,11 +54,7 @@ class ClaudeParser(OutputParser):
 class ClaudeAdapter(CliAdapter):
     name = "claude"
     default_binary = "claude"
-
-    def validate(self, request: AgentRequest) -> None:
-        if request.thinking and request.thinking not in EFFORT_LEVELS:
-            levels = ", ".join(EFFORT_LEVELS)
-            raise AgentRequestError(f"thinking {request.thinking!r} is not supported by claude; use one of {levels}")
+    thinking_levels = EFFORT_LEVELS
 
     def build_argv(self, request: AgentRequest, scratch: Path) -> list[str]:
         argv = [

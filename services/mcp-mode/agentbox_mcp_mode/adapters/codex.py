@@ -21,8 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .base import AgentEvent, AgentRequest, AgentRequestError
-from .cli import CliAdapter, OutputParser
+from .base import AgentEvent, AgentRequest
+from .cli_agent import CliAdapter, OutputParser
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 
@@ -56,11 +56,7 @@ class CodexParser(OutputParser):
 class CodexAdapter(CliAdapter):
     name = "codex"
     default_binary = "codex"
-
-    def validate(self, request: AgentRequest) -> None:
-        if request.thinking and request.thinking not in REASONING_EFFORTS:
-            levels = ", ".join(REASONING_EFFORTS)
-            raise AgentRequestError(f"thinking {request.thinking!r} is not supported by codex; use one of {levels}")
+    thinking_levels = REASONING_EFFORTS
 
     def build_argv(self, request: AgentRequest, scratch: Path) -> list[str]:
         argv = [

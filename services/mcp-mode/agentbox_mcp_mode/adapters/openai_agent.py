@@ -2,7 +2,7 @@
 OpenAI-compatible chat-completions endpoint (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``), so MCP mode
 works with local model servers and no vendor CLI.
 
-Each turn posts the conversation with the workspace tools (see :mod:`.agent_tools`); tool calls are
+Each turn posts the conversation with the workspace tools (see :mod:`.openai_agent_tools`); tool calls are
 executed and their results appended, until the model answers without tool calls (the final answer)
 or ``AICODEBOX_AGENT_MAX_TURNS`` model calls have been made. Mapping of the request:
 
@@ -31,8 +31,8 @@ import httpx
 from agentbox_common.http import verified_tls
 
 from ..settings import McpModeSettings
-from .agent_tools import TOOL_DEFINITIONS, AgentTools
 from .base import TIMEOUT_EXIT_CODE, Adapter, AgentEvent, AgentRequest, AgentRequestError
+from .openai_agent_tools import TOOL_DEFINITIONS, AgentTools
 from .sessions import Session, SessionStore
 
 DEFAULT_SYSTEM_PROMPT = (

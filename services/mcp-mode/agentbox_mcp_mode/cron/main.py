@@ -9,8 +9,8 @@ import logging
 from agentbox_common.logging import configure_logging
 from agentbox_common.settings import ConfigError
 
-from ..agent_runs import AgentRunService
 from ..foreground import agent_configuration, refuse, run_until_signalled
+from ..run_service import RunService
 from ..telegram_bot.client import make_bot
 from .config import CronSettings, ResolvedJob
 from .history import CronHistory
@@ -27,7 +27,7 @@ def load_cron(command: str) -> tuple[CronSettings, list[ResolvedJob]]:
         refuse(command, str(exc))
 
 
-def build_scheduler(cron: CronSettings, jobs: list[ResolvedJob], service: AgentRunService) -> CronScheduler:
+def build_scheduler(cron: CronSettings, jobs: list[ResolvedJob], service: RunService) -> CronScheduler:
     bot = make_bot(cron.telegram_token, cron.telegram_api_url) if cron.telegram_token else None
     return CronScheduler(jobs, service, CronHistory(cron.history_dir), bot)
 
@@ -36,6 +36,6 @@ def main() -> None:
     configure_logging()
     settings, adapter = agent_configuration("agentbox-cron")
     cron, jobs = load_cron("agentbox-cron")
-    scheduler = build_scheduler(cron, jobs, AgentRunService(settings, adapter))
+    scheduler = build_scheduler(cron, jobs, RunService(settings, adapter))
     logger.info("cron mode: %d job(s) from %s, history in %s", len(jobs), cron.file, cron.history_dir)
     run_until_signalled(scheduler.run_forever())

@@ -3,7 +3,7 @@
 Each job's next time comes from its schedule (croniter; 6 fields = seconds first) in the
 container's local time. At a job's time its run starts as a task, unless the job's previous run
 is still going — then the tick is skipped and logged. A run goes through the shared
-:class:`~..agent_runs.AgentRunService`, so it takes the cross-process workspace lock like MCP
+:class:`~..run_service.RunService`, so it takes the cross-process workspace lock like MCP
 ``run_prompt`` and Telegram do: a workspace busy elsewhere also skips the tick (logged). Ticks
 missed while the process was busy are not replayed. Every run that starts is recorded
 (:mod:`.history`) and, when a chat applies, posted to Telegram.
@@ -26,8 +26,10 @@ from croniter import croniter
 from telegram import Bot
 from telegram.error import TelegramError
 
-from ..agent_runs import AgentRunService, RunRefused, RunSpec
+from agentbox_common.errors import PlaneError
+
 from ..locks import TooManyRuns, WorkspaceBusy
+from ..run_service import RunService, RunSpec
 from ..telegram_bot.client import send_answer
 from .config import ResolvedJob, seconds_first
 from .history import CronHistory, CronRecord
@@ -51,7 +53,7 @@ class CronScheduler:
     def __init__(
         self,
         jobs: list[ResolvedJob],
-        service: AgentRunService,
+        service: RunService,
         history: CronHistory,
         bot: Bot | None = None,
     ) -> None:
@@ -123,7 +125,7 @@ class CronScheduler:
         )
         try:
             request = await self.service.prepare(spec)
-        except RunRefused as exc:
+        except PlaneError as exc:  # a refused request or workspace
             logger.error("cron job %s cannot run: %s", job.name, exc)
             refused = CronRecord(job, self.service.workspace.root, started, _now(), "refused", None, "", str(exc))
             await anyio.to_thread.run_sync(self.history.write, refused)

@@ -2,7 +2,7 @@
 
 Updates from chats (or, where a chat lists ``allowed_users``, users) that are not allowed are
 ignored: no answer, no run. A text message starts a run in the chat's workspace through the shared
-:class:`~..agent_runs.AgentRunService` (the same adapter, run loop and cross-process workspace lock
+:class:`~..run_service.RunService` (the same adapter, run loop and cross-process workspace lock
 as MCP ``run_prompt``); a second message while the chat's run goes — or while another process holds
 the workspace — is answered ``busy, try again later``. ``/cancel`` cancels the run, which kills the
 agent's process group. A reply to a cron notification runs with that job's instruction and result
@@ -15,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import anyio
 from telegram import (
     Audio,
     Document,
@@ -34,14 +36,15 @@ from telegram import (
 from telegram.error import TelegramError
 from telegram.ext import Application, CallbackQueryHandler, CommandHandler, ContextTypes, MessageHandler, filters
 
+from agentbox_common.errors import PlaneError
 from agentbox_common.settings import ConfigError
 
 from ..adapters.base import AgentRequest
-from ..agent_runs import AgentRunService, RunRefused, RunSpec
 from ..cron.history import CronHistory
 from ..locks import TooManyRuns, WorkspaceBusy
+from ..run_service import RunService, RunSpec
 from .client import send_answer
-from .files import FileRefused, extract_send_files, sendable, upload_name
+from .files import FileRefused, extract_send_files, open_sendable, save_upload, upload_name
 from .settings import RESET_WORDS, ChatSettings, Overrides, TelegramSettings
 
 logger = logging.getLogger(__name__)
@@ -62,7 +65,7 @@ Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None
 
 
 class TelegramMode:
-    def __init__(self, settings: TelegramSettings, service: AgentRunService, history: CronHistory) -> None:
+    def __init__(self, settings: TelegramSettings, service: RunService, history: CronHistory) -> None:
         self.settings = settings
         self.service = service
         self.history = history
@@ -158,7 +161,7 @@ class TelegramMode:
         )
         try:
             request = await self.service.prepare(spec)
-        except RunRefused as exc:
+        except PlaneError as exc:  # a refused request or workspace
             await message.reply_text(f"error: {exc}")
             return
         self.run_started[chat_id] = time.monotonic()
@@ -188,12 +191,12 @@ class TelegramMode:
 
     async def send_file(self, message: Message, directory: Path, path: str) -> None:
         try:
-            target = sendable(directory, path)
+            found = await anyio.to_thread.run_sync(open_sendable, directory, path)
         except FileRefused as exc:
             await message.reply_text(f"[SEND_FILE] {exc}")
             return
-        with target.open("rb") as handle:
-            await message.get_bot().send_document(message.chat_id, handle, filename=target.name)
+        with os.fdopen(found.opened.fd, "rb") as handle:
+            await message.get_bot().send_document(message.chat_id, handle, filename=found.location.name)
 
     def chat_directory(self, settings: ChatSettings) -> Path:
         return self.service.workspace.run_directory(settings.workspace)
@@ -237,7 +240,7 @@ class TelegramMode:
             item, name = message.audio, upload_name(message.audio.file_name, f"audio_{message.audio.file_unique_id}")
         directory = self.chat_directory(settings)
         remote = await item.get_file()
-        await remote.download_to_drive(directory / name)
+        await save_upload(directory, name, remote.download_to_memory)
         logger.info("chat %s: saved an upload as %s", message.chat_id, directory / name)
         if message.caption:
             await self.start_run(message, f"{message.caption}\n\n(The user uploaded the file {name} to the workspace.)")

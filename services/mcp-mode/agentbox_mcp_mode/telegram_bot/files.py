@@ -1,13 +1,21 @@
 """Files between Telegram and a chat's workspace: ``[SEND_FILE: relative/path]`` markers in an answer
 (and ``/fetch``) send a workspace file, confined to that workspace and at most 50 MB; uploads are
-saved there under a safe name."""
+saved there under a safe name. Both go through :mod:`~agentbox_mcp_mode.workspace_files`, as the MCP
+file tools and ``/files`` do: a file is opened race-free under the workspace (no symlink leads out, only
+regular files) and what is sent is the file descriptor that was checked."""
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
-from ..workspace import Workspace, WorkspaceError
+import anyio
+
+from ..workspace_files import FileProblem, OpenedFile, PathEscapes, WorkspaceFiles
 
 SEND_FILE = re.compile(r"\[SEND_FILE:\s*([^\]\n]+?)\s*\]")
 #: The Bot API's upload limit for bots.
@@ -24,17 +32,49 @@ def extract_send_files(text: str) -> tuple[str, list[str]]:
     return SEND_FILE.sub("", text).strip(), paths
 
 
-def sendable(directory: Path, path: str) -> Path:
-    """The file ``path`` names inside ``directory``; FileRefused when outside, missing or too big."""
+@dataclass
+class SendableFile:
+    """A workspace file opened for sending; the caller closes ``opened``."""
+
+    opened: OpenedFile
+    #: Where the opened file is (symlinks inside the workspace followed).
+    location: Path
+
+
+def open_sendable(directory: Path, path: str) -> SendableFile:
+    """The file ``path`` names inside ``directory``, opened; FileRefused when outside, missing (or
+    not a regular file) or too big. Blocks: call it from a worker thread."""
     try:
-        target = Workspace(directory).resolve_file(path)
-    except WorkspaceError:
+        opened = WorkspaceFiles(directory).open_file(path)
+    except PathEscapes:
         raise FileRefused(f"{path}: outside the workspace, not sent") from None
-    if not target.is_file():
-        raise FileRefused(f"{path}: no such file in the workspace")
-    if target.stat().st_size > MAX_SEND_BYTES:
+    except FileProblem:
+        raise FileRefused(f"{path}: no such file in the workspace") from None
+    if opened.size > MAX_SEND_BYTES:
+        opened.close()
         raise FileRefused(f"{path}: larger than 50 MB, not sent")
-    return target
+    return SendableFile(opened, Path(os.readlink(f"/proc/self/fd/{opened.fd}")))
+
+
+def sendable(directory: Path, path: str) -> Path:
+    """Where the file :func:`open_sendable` would send is, for a check that sends nothing."""
+    found = open_sendable(directory, path)
+    found.opened.close()
+    return found.location
+
+
+async def save_upload(directory: Path, name: str, download: Callable[[BinaryIO], Awaitable[object]]) -> None:
+    """Save an upload as ``name`` in ``directory`` the way ``/files`` does: ``download(out)`` writes
+    into a temporary file beside it (never through a symlink), renamed into place once complete."""
+    upload = await anyio.to_thread.run_sync(WorkspaceFiles(directory).begin_upload, name)
+    try:
+        with os.fdopen(os.dup(upload.fd), "wb") as out:
+            await download(out)
+        await anyio.to_thread.run_sync(upload.commit)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(upload.abort)
+        raise
 
 
 def upload_name(name: str | None, fallback: str) -> str:

@@ -17,12 +17,12 @@ from telegram.error import InvalidToken, NetworkError
 from agentbox_common.logging import configure_logging
 from agentbox_common.settings import ConfigError
 
-from ..agent_runs import AgentRunService
 from ..cron.config import history_dir
 from ..cron.history import CronHistory
 from ..cron.main import build_scheduler, load_cron
 from ..cron.scheduler import CronScheduler
 from ..foreground import agent_configuration, refuse, run_until_signalled
+from ..run_service import RunService
 from .bot import TelegramMode
 from .settings import TelegramSettings, TokenMissing
 
@@ -70,7 +70,7 @@ def main() -> None:
     except ConfigError as exc:
         refuse(COMMAND, str(exc))
     agent_settings, adapter = agent_configuration(COMMAND)
-    service = AgentRunService(agent_settings, adapter)
+    service = RunService(agent_settings, adapter)
     scheduler = None
     if settings.cron_mode:
         cron_settings, jobs = load_cron(COMMAND)

@@ -15,36 +15,29 @@ no check can be raced into an escape).
 * ``DELETE /files/{path}``: files and symlinks (the link itself); a directory → 400 ``cannot delete
   directories``; missing → 404.
 
-Disk work runs in worker threads, so a big file or a slow disk never stalls the server.
+Refusals are :class:`~agentbox_mcp_mode.workspace_files.FileProblem` errors, answered by API mode's
+one error handler (:mod:`.errors`). Disk work runs in worker threads, so a big file or a slow disk
+never stalls the server.
 """
 
 from __future__ import annotations
 
 import mimetypes
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 from fastapi import APIRouter, HTTPException, Request
 from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from ..workspace_files import FileProblem, OpenedFile, WorkspaceFiles, iter_chunks, read_at_most
+from ..workspace_files import OpenedFile, WorkspaceFiles, iter_chunks, read_at_most
 
 #: Files up to this size are read in one go and answered with a Content-Length.
 WHOLE_READ_BYTES = 1024 * 1024
 
-T = TypeVar("T")
-
 
 def router(files: WorkspaceFiles, max_upload_bytes: int) -> APIRouter:
     api = APIRouter()
-
-    async def in_thread(function: Callable[..., T], *args: Any) -> T:
-        try:
-            return await anyio.to_thread.run_sync(function, *args)
-        except FileProblem as exc:
-            raise HTTPException(exc.status, str(exc)) from None
 
     def too_big() -> HTTPException:
         return HTTPException(413, f"upload larger than AICODEBOX_MAX_UPLOAD_BYTES ({max_upload_bytes} bytes)")
@@ -52,11 +45,11 @@ def router(files: WorkspaceFiles, max_upload_bytes: int) -> APIRouter:
     @api.get("/files")
     @api.get("/files/{path:path}")
     async def get_files(path: str = "") -> Response:
-        if await in_thread(files.is_dir, path):
-            entries = await in_thread(files.list, path)
+        if await anyio.to_thread.run_sync(files.is_dir, path):
+            entries = await anyio.to_thread.run_sync(files.list, path)
             listing = [{"name": e.name, "type": "dir"} if e.is_dir else _file_entry(e.name, e.size) for e in entries]
             return JSONResponse({"path": path or "/", "entries": listing})
-        opened: OpenedFile = await in_thread(files.open_file, path)
+        opened: OpenedFile = await anyio.to_thread.run_sync(files.open_file, path)
         media_type = mimetypes.guess_type(path)[0] or "application/octet-stream"
         if opened.size > WHOLE_READ_BYTES:
             return StreamingResponse(iter_chunks(opened), media_type=media_type)
@@ -71,13 +64,13 @@ def router(files: WorkspaceFiles, max_upload_bytes: int) -> APIRouter:
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > max_upload_bytes:
             raise too_big()
-        upload = await in_thread(files.begin_upload, path)
+        upload = await anyio.to_thread.run_sync(files.begin_upload, path)
         try:
             async for chunk in request.stream():
                 if upload.size + len(chunk) > max_upload_bytes:
                     raise too_big()
-                await in_thread(upload.write, chunk)
-            await in_thread(upload.commit)
+                await anyio.to_thread.run_sync(upload.write, chunk)
+            await anyio.to_thread.run_sync(upload.commit)
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(upload.abort)
@@ -88,7 +81,7 @@ def router(files: WorkspaceFiles, max_upload_bytes: int) -> APIRouter:
 
     @api.delete("/files/{path:path}")
     async def delete_file(path: str) -> dict[str, Any]:
-        await in_thread(files.delete, path)
+        await anyio.to_thread.run_sync(files.delete, path)
         return {"status": "ok", "path": path}
 
     return api

@@ -22,7 +22,7 @@ import anyio
 
 from agentbox_common.processes import sandbox_environment, terminate_process_group
 
-from .base import MISSING_BINARY_EXIT_CODE, TIMEOUT_EXIT_CODE, Adapter, AgentEvent, AgentRequest
+from .base import MISSING_BINARY_EXIT_CODE, TIMEOUT_EXIT_CODE, Adapter, AgentEvent, AgentRequest, AgentRequestError
 
 #: Longest stdout line accepted (stream-json lines carry whole tool results).
 LINE_LIMIT = 32 * 1024 * 1024
@@ -74,10 +74,19 @@ class CliAdapter(Adapter):
     """An adapter running ``binary`` (``AICODEBOX_AGENT_BINARY`` or :attr:`default_binary`)."""
 
     default_binary: str = ""
+    #: The ``thinking`` values the CLI accepts (empty: any).
+    thinking_levels: tuple[str, ...] = ()
 
     @property
     def binary(self) -> str:
         return self.settings.agent_binary or self.default_binary
+
+    def validate(self, request: AgentRequest) -> None:
+        if request.thinking and self.thinking_levels and request.thinking not in self.thinking_levels:
+            levels = ", ".join(self.thinking_levels)
+            raise AgentRequestError(
+                f"thinking {request.thinking!r} is not supported by {self.name}; use one of {levels}"
+            )
 
     @abstractmethod
     def build_argv(self, request: AgentRequest, scratch: Path) -> list[str]:

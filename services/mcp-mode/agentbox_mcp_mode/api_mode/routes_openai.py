@@ -16,7 +16,7 @@ going → 429; no agent started.
   header): the answer is validated and retried in fresh sessions; the content is the JSON.
   Every attempt invalid → 422 ``json_schema validation failed after N retries: …``; a failed agent →
   500. With ``stream: true`` the validated answer is replayed as one SSE stream.
-* ``tools`` / ``tool_choice`` (see :mod:`.openai_tools`): the agent may answer with calls of the
+* ``tools`` / ``tool_choice`` (see :mod:`.tool_passthrough`): the agent may answer with calls of the
   caller's functions → ``message.tool_calls``, ``finish_reason: "tool_calls"`` (replayed as one SSE
   stream when streaming).
 
@@ -28,26 +28,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
-import os
-import shutil
-import tempfile
-import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-import anyio
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from ..adapters.base import Adapter, AgentEvent, AgentRequest, AgentRequestError, add_usage
-from ..locks import TooManyRuns, WorkspaceBusy, WorkspaceLocks
-from ..runner import RunOutcome, check_request, run_with_json_retry
-from ..workspace import Workspace, WorkspaceError
+from agentbox_common.errors import ErrorKind, PlaneError
+
+from ..adapters.base import Adapter, AgentEvent, AgentRequest, add_usage
+from ..run_service import RunService, RunSpec
+from ..runner import RunOutcome
+from ..workspace import WorkspaceError
 from .disconnect import CleanupStreamingResponse, finish_unless_disconnected
 from .openai_format import (
     DONE,
@@ -64,16 +59,11 @@ from .openai_format import (
     schema_from_response_format,
     usage_chunk,
 )
-from .openai_tools import ToolMode, tool_mode
-from .settings import ApiModeSettings
+from .tool_passthrough import ToolMode, tool_mode
 
 logger = logging.getLogger(__name__)
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-
-
-def ephemeral_root() -> Path:
-    return Path(tempfile.gettempdir()) / "aicodebox"
 
 
 class ChatBody(BaseModel):
@@ -87,35 +77,6 @@ class ChatBody(BaseModel):
     reasoning_effort: str | None = None
     tools: list[Any] | None = None
     tool_choice: str | dict[str, Any] | None = None
-
-
-class RunSlot:
-    """A workspace held for one completion: the lock, and the ephemeral directory if any."""
-
-    def __init__(self, locks: WorkspaceLocks, cwd: Path, ephemeral: bool) -> None:
-        self.locks, self.cwd, self.ephemeral = locks, cwd, ephemeral
-        self._released = False
-
-    async def release(self) -> None:
-        if self._released:
-            return
-        self._released = True
-        self.locks.release(self.cwd)
-        if self.ephemeral:
-            await _remove(self.cwd)
-
-
-async def _remove(path: Path) -> None:
-    await anyio.to_thread.run_sync(lambda: shutil.rmtree(path, ignore_errors=True))
-
-
-def _make_ephemeral() -> Path:
-    base = ephemeral_root()
-    base.mkdir(parents=True, exist_ok=True)
-    path = base / uuid.uuid4().hex
-    path.mkdir(mode=0o700)
-    os.chmod(path, 0o700)  # whatever the umask
-    return path
 
 
 def run_failure(outcome: RunOutcome) -> str | None:
@@ -134,9 +95,21 @@ def _error(message: str, status: int) -> JSONResponse:
     return JSONResponse(error_body(message, status), status_code=status)
 
 
-def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -> APIRouter:
-    workspace = Workspace(settings.mcp.workspace)
-    models = settings.mcp.available_models
+def openai_problem(exc: PlaneError) -> RequestProblem:
+    """The endpoint's one answer to a refused run, in OpenAI's terms: 409 ``workspace busy, retry
+    later``, 429 at the run limit, 400 otherwise (a bad workspace named by its header)."""
+    if exc.kind is ErrorKind.CONFLICT:
+        return RequestProblem(409, "workspace busy, retry later", "workspace_busy")
+    if exc.kind is ErrorKind.LIMIT:
+        return RequestProblem(429, exc.message, "too_many_runs")
+    if isinstance(exc, WorkspaceError):
+        return RequestProblem(400, f"x-aicodebox-workspace: {exc.message}")
+    return RequestProblem(400, exc.message)
+
+
+def router(service: RunService) -> APIRouter:
+    adapter, settings = service.adapter, service.settings
+    models = settings.available_models
     api = APIRouter(prefix="/openai/v1")
 
     def model_object(name: str) -> dict[str, Any]:
@@ -153,8 +126,8 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
         return JSONResponse(model_object(model))
 
     async def prepare(body: ChatBody, options: RunHeaders) -> tuple[AgentRequest, ToolMode | None]:
-        """The agent request (in the root until a workspace is taken) and the tool mode, if any;
-        RequestProblem if the request is unusable (the caller's schemas are checked one by one)."""
+        """The agent request in its workspace (not yet held) and the tool mode, if any; RequestProblem
+        if the request is unusable (the caller's schemas are checked one by one)."""
         model = resolve_model(body.model, adapter.name, models)
         prompt, system_prompt = flatten_messages(body.messages)
         schema = schema_from_response_format(body.response_format)
@@ -162,9 +135,9 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
             schema = options.json_schema
         tools = tool_mode(body.tools, body.tool_choice)
         appended = [options.append_system_prompt, tools.instructions if tools else ""]
-        request = AgentRequest(
+        spec = RunSpec(
             prompt=prompt,
-            cwd=workspace.root,
+            workspace=options.workspace,
             model=model,
             system_prompt=system_prompt,
             append_system_prompt="\n\n".join(part for part in appended if part),
@@ -172,56 +145,32 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
             resume=options.resume,
             thinking=body.reasoning_effort or "",
             json_schema=tools.run_schema(schema) if tools else schema,
-            timeout=options.timeout or settings.mcp.run_timeout,
+            timeout=options.timeout,
         )
         checks = [*(tools.parameters if tools else ()), *([("json_schema", schema)] if schema is not None else [])]
-        try:
-            await check_request(settings.mcp, adapter, request, checks)
-        except (ValueError, AgentRequestError) as exc:
-            raise RequestProblem(400, str(exc)) from None
-        return request, tools
-
-    async def take_workspace(subpath: str | None) -> RunSlot:
-        """The caller's workspace or a new ephemeral one, locked; 400 / 409 / 429 when impossible."""
-        if subpath is None:
-            cwd = await anyio.to_thread.run_sync(_make_ephemeral)
-        else:
-            try:
-                cwd = await anyio.to_thread.run_sync(workspace.run_directory, subpath)
-            except WorkspaceError as exc:
-                raise RequestProblem(400, f"x-aicodebox-workspace: {exc}") from None
-        try:
-            locks.acquire(cwd)
-        except WorkspaceBusy:
-            raise RequestProblem(409, "workspace busy, retry later", "workspace_busy") from None
-        except TooManyRuns as exc:
-            if subpath is None:
-                await _remove(cwd)
-            raise RequestProblem(429, str(exc), "too_many_runs") from None
-        return RunSlot(locks, cwd, ephemeral=subpath is None)
+        return await service.prepare(spec, checks), tools
 
     @api.post("/chat/completions")
     async def chat_completions(body: ChatBody, http: Request) -> Response:
         try:
             options = parse_headers(http.headers)
             request, tools = await prepare(body, options)
-            slot = await take_workspace(options.workspace)
+            held = await service.hold(request)
         except RequestProblem as exc:
             return _problem(exc)
-        request = dataclasses.replace(request, cwd=slot.cwd)
+        except PlaneError as exc:
+            return _problem(openai_problem(exc))
         meta = CompletionMeta.new(body.model or adapter.name)
         include_usage = bool((body.stream_options or {}).get("include_usage"))
         if body.stream and request.json_schema is None and tools is None:
             return CleanupStreamingResponse(
-                stream_plain(adapter, request, meta, include_usage, finished=slot.release),
-                cleanup=slot.release,
+                stream_plain(adapter, request, meta, include_usage, finished=held.release),
+                cleanup=held.release,
                 media_type="text/event-stream",
                 headers=SSE_HEADERS,
             )
         try:
-            task = asyncio.create_task(
-                run_with_json_retry(adapter, request, settings.mcp.json_retries, settings.mcp.validation_timeout)
-            )
+            task = asyncio.create_task(service.run(request))
             if not await finish_unless_disconnected(http, task):
                 return Response(status_code=499)  # the client is gone; nobody reads this
             if task.exception() is not None:
@@ -229,14 +178,14 @@ def router(settings: ApiModeSettings, adapter: Adapter, locks: WorkspaceLocks) -
                 return _error(f"the run failed: {task.exception()}", 500)
             outcome = task.result()
         finally:
-            await slot.release()
+            await held.release()
         failure = run_failure(outcome)
         if failure is not None:
             invalid = outcome.exit_code == 0 and outcome.parse_error is not None
             return _error(failure, 422 if invalid else 500)
         validated = request.json_schema is not None
         calls = (
-            await tools.calls(outcome.text, outcome.json if validated else None, settings.mcp.validation_timeout)
+            await tools.calls(outcome.text, outcome.json if validated else None, settings.validation_timeout)
             if tools
             else None
         )

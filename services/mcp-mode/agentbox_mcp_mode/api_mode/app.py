@@ -3,9 +3,10 @@ endpoint and ``/status`` behind ``AICODEBOX_API_MODE_TOKEN``; a public ``GET /he
 ``AICODEBOX_MCP_MODE=1``, the MCP endpoint at ``/mcp/`` and ``/mcp`` (no redirect) behind its own
 ``AICODEBOX_MCP_MODE_TOKEN``.
 
-One :class:`~agentbox_mcp_mode.locks.WorkspaceLocks` and one adapter serve every surface of the
-process, so ``/run``, the OpenAI endpoint and MCP ``run_prompt`` keep each other out of a busy
-workspace. Shutting down cancels the runs still going, so no agent outlives the server.
+One :class:`~agentbox_mcp_mode.run_service.RunService` (one adapter, one
+:class:`~agentbox_mcp_mode.locks.WorkspaceLocks`) serves every surface of the process, so ``/run``,
+the OpenAI endpoint and MCP ``run_prompt`` keep each other out of a busy workspace. Shutting down
+cancels the runs still going, so no agent outlives the server.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from ..adapters import Adapter, load_adapter
 from ..app import healthz_route, mcp_routes
 from ..locks import WorkspaceLocks
 from ..mcp_server import build_mcp_asgi
+from ..run_service import RunService
 from ..run_stats import RUN_STATS
 from ..workspace_files import WorkspaceFiles
 from . import routes_files, routes_openai, routes_run
 from .auth import ApiTokenGuard
+from .errors import install_error_handler
 from .runs import RunRegistry
 from .settings import ApiModeSettings
 
@@ -33,8 +36,8 @@ PUBLIC_PATHS = ("/healthz",)
 def build_api_app(
     settings: ApiModeSettings, adapter: Adapter | None = None, locks: WorkspaceLocks | None = None
 ) -> FastAPI:
-    adapter = adapter or load_adapter(settings.mcp)
-    locks = locks or WorkspaceLocks(settings.mcp.state_dir / "locks", settings.mcp.max_concurrent_runs)
+    service = RunService(settings.mcp, adapter or load_adapter(settings.mcp), locks)
+    adapter, locks = service.adapter, service.locks
     registry = RunRegistry(locks, settings.result_ttl)
     endpoint = build_mcp_asgi(settings.mcp, locks, adapter) if settings.mcp.mcp_mode else None
 
@@ -48,9 +51,10 @@ def build_api_app(
 
     app = FastAPI(title="aicodebox API mode", lifespan=lifespan)
     app.router.routes.append(healthz_route(adapter))
-    app.include_router(routes_run.router(settings, adapter, registry))
+    install_error_handler(app)
+    app.include_router(routes_run.router(service, registry))
     app.include_router(routes_files.router(WorkspaceFiles(settings.mcp.workspace), settings.mcp.max_upload_bytes))
-    app.include_router(routes_openai.router(settings, adapter, locks))
+    app.include_router(routes_openai.router(service))
     exempt: tuple[str, ...] = PUBLIC_PATHS
     if endpoint is not None:
         app.router.routes.extend(mcp_routes(endpoint, MCP_PATHS))

@@ -7,6 +7,9 @@ run), 400 for a bad workspace, 409 ``workspace <path> is busy with another run``
 (another ``/run``, the OpenAI endpoint, MCP ``run_prompt``) holds the workspace, 429 when the
 process already runs ``AICODEBOX_MAX_CONCURRENT_RUNS`` agents.
 
+Checking and locking are the run service's (:mod:`~agentbox_mcp_mode.run_service`); its refusals
+are answered by API mode's one error handler (:mod:`.errors`).
+
 A sync run answers when the agent is done (200 whatever its exit code; ``stderr`` is added when it
 is not 0) and is killed if its client disconnects first. ``async`` (or ``fireAndForget``, which
 also drops the result) answers at once with the ``runId``; the result is polled from
@@ -15,25 +18,16 @@ also drops the result) answers at once with the ``runId``; the result is polled 
 
 from __future__ import annotations
 
-import dataclasses
-import logging
-import time
 from typing import Any
 
-import anyio
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from ..adapters.base import Adapter, AgentRequest, AgentRequestError
-from ..locks import TooManyRuns, WorkspaceBusy
-from ..runner import RunOutcome, check_request, run_with_json_retry
-from ..workspace import Workspace, WorkspaceError
+from ..run_service import RunService, RunSpec
+from ..runner import RunOutcome
 from .disconnect import finish_unless_disconnected
 from .runs import RunRegistry
-from .settings import ApiModeSettings
-
-logger = logging.getLogger(__name__)
 
 
 class RunBody(BaseModel):
@@ -78,15 +72,14 @@ def run_answer(outcome: RunOutcome, with_schema: bool) -> dict[str, Any]:
     return answer
 
 
-def router(settings: ApiModeSettings, adapter: Adapter, registry: RunRegistry) -> APIRouter:
-    workspace = Workspace(settings.mcp.workspace)
+def router(service: RunService, registry: RunRegistry) -> APIRouter:
     api = APIRouter()
 
     @api.post("/run")
     async def start_run(body: RunBody, http: Request) -> dict[str, Any]:
-        request = AgentRequest(
+        spec = RunSpec(
             prompt=body.prompt,
-            cwd=workspace.root,
+            workspace=body.workspace or "",
             model=body.model or "",
             system_prompt=body.system_prompt or "",
             append_system_prompt=body.append_system_prompt or "",
@@ -94,38 +87,15 @@ def router(settings: ApiModeSettings, adapter: Adapter, registry: RunRegistry) -
             resume=body.resume or "",
             thinking=body.thinking or "",
             json_schema=body.json_schema,
-            timeout=body.timeout_seconds or settings.mcp.run_timeout,
+            timeout=body.timeout_seconds,
         )
-        try:
-            await check_request(settings.mcp, adapter, request)
-        except (ValueError, AgentRequestError) as exc:
-            raise HTTPException(422, str(exc)) from None
-        try:
-            cwd = await anyio.to_thread.run_sync(workspace.run_directory, body.workspace or "")
-        except WorkspaceError as exc:
-            raise HTTPException(400, str(exc)) from None
-        request = dataclasses.replace(request, cwd=cwd)
-        retries, validation_timeout = settings.mcp.json_retries, settings.mcp.validation_timeout
+        request = await service.prepare(spec)
 
         async def work() -> dict[str, Any]:
-            started = time.monotonic()
-            outcome = await run_with_json_retry(adapter, request, retries, validation_timeout)
-            logger.info(
-                "/run in %s: exit %s, %d attempt(s), %.1fs",
-                cwd,
-                outcome.exit_code,
-                len(outcome.attempts),
-                time.monotonic() - started,
-            )
-            return run_answer(outcome, request.json_schema is not None)
+            return run_answer(await service.run(request), request.json_schema is not None)
 
         background = body.run_async or body.fire_and_forget
-        try:
-            record = registry.start(cwd, work, keep_result=background and not body.fire_and_forget)
-        except WorkspaceBusy as exc:
-            raise HTTPException(409, str(exc)) from None
-        except TooManyRuns as exc:
-            raise HTTPException(429, str(exc)) from None
+        record = registry.start(request.cwd, work, keep_result=background and not body.fire_and_forget)
         if background:
             return {**record.summary(), "fireAndForget": body.fire_and_forget}
         assert record.task is not None

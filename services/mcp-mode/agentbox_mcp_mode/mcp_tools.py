@@ -7,18 +7,17 @@ Every result carries text content and, as FastMCP-based aicodebox does, structur
 the file's text is sent once, as content only, and a file over 16 MiB is refused. Input schemas
 are strict (``additionalProperties: false``); an optional argument is one that is not required,
 and an explicit ``null`` for it counts as not given. Failures are ``isError`` results
-whose text names the cause; bad input changes nothing. ``run_prompt`` takes the shared
-per-workspace lock without waiting: a busy workspace is refused before any agent starts. File
+whose text names the cause; bad input changes nothing. ``run_prompt`` goes through the run service
+(:mod:`.run_service`, shared with API mode, cron and Telegram), which takes the per-workspace lock
+without waiting: a busy workspace is refused before any agent starts. File
 operations (:mod:`.workspace_files`, race-free under the root) run in worker threads so a run, a
 big file or a slow disk never stalls the server.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -26,13 +25,14 @@ import anyio
 import jsonschema
 from mcp import types
 
-from .adapters.base import Adapter, AgentRequest, AgentRequestError
-from .locks import TooManyRuns, WorkspaceBusy, WorkspaceLocks
+from agentbox_common.errors import PlaneError
+
+from .adapters.base import Adapter
+from .locks import WorkspaceLocks
 from .mcp_progress import current_agent_events
-from .runner import check_request, run_with_json_retry
+from .run_service import RunService, RunSpec
 from .settings import McpModeSettings
-from .workspace import Workspace, WorkspaceError
-from .workspace_files import READ_LIMIT, FileProblem, WorkspaceFiles
+from .workspace_files import READ_LIMIT, WorkspaceFiles
 
 logger = logging.getLogger(__name__)
 
@@ -177,10 +177,7 @@ class McpTools:
     """The tools bound to one workspace root, lock registry and adapter."""
 
     def __init__(self, settings: McpModeSettings, locks: WorkspaceLocks, adapter: Adapter) -> None:
-        self.settings = settings
-        self.locks = locks
-        self.adapter = adapter
-        self.workspace = Workspace(settings.workspace)
+        self.runs = RunService(settings, adapter, locks)
         self.files = WorkspaceFiles(settings.workspace)
         self._validators = {tool.name: jsonschema.Draft202012Validator(tool.input_schema) for tool in TOOL_DEFINITIONS}
         self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]] = {
@@ -204,8 +201,8 @@ class McpTools:
             return await self._handlers[name](args)
         except ToolFailed as exc:
             return result(str(exc), exc.structured, is_error=True)
-        except (WorkspaceError, FileProblem) as exc:
-            return result(str(exc), is_error=True)
+        except PlaneError as exc:  # a refused run or file operation: the message (and hint) as text
+            return result(exc.message if exc.hint is None else f"{exc.message}\n{exc.hint}", is_error=True)
         except Exception as exc:  # a failing tool never takes the server down
             logger.exception("tool %s failed", name)
             return result(f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
@@ -216,54 +213,28 @@ class McpTools:
         prompt: str = args["prompt"]
         if not prompt.strip():
             raise ToolFailed("prompt must not be empty")
-        schema = args.get("json_schema")
-        request = AgentRequest(
+        spec = RunSpec(
             prompt=prompt,
-            cwd=self.workspace.root,
+            workspace=args.get("workspace", ""),
             model=args.get("model", ""),
             system_prompt=args.get("system_prompt", ""),
             append_system_prompt=args.get("append_system_prompt", ""),
             no_continue=args.get("no_continue", True),
             resume=args.get("resume", ""),
             thinking=args.get("thinking", ""),
-            json_schema=schema,
-            timeout=self.settings.run_timeout,
+            json_schema=args.get("json_schema"),
         )
-        try:  # everything that can refuse the request, before anything is created or started
-            await check_request(self.settings, self.adapter, request)
-        except (ValueError, AgentRequestError) as exc:
-            raise ToolFailed(str(exc)) from None
-        cwd = await anyio.to_thread.run_sync(self.workspace.run_directory, args.get("workspace", ""))
-        request = dataclasses.replace(request, cwd=cwd)
-        try:
-            with self.locks.hold(cwd):
-                started = time.monotonic()
-                outcome = await run_with_json_retry(
-                    self.adapter,
-                    request,
-                    self.settings.json_retries,
-                    self.settings.validation_timeout,
-                    current_agent_events.get(),
-                )
-        except (WorkspaceBusy, TooManyRuns) as exc:
-            raise ToolFailed(str(exc)) from None
+        request = await self.runs.prepare(spec)
+        outcome = await self.runs.execute(request, current_agent_events.get())
         details: dict[str, Any] = {
             "session_id": outcome.session_id,
             "exit_code": outcome.exit_code,
             "attempts": [attempt.as_dict() for attempt in outcome.attempts],
         }
         failure = outcome.failure
-        logger.info(
-            "run_prompt in %s: exit %s, %d attempt(s), %.1fs%s",
-            cwd,
-            outcome.exit_code,
-            len(outcome.attempts),
-            time.monotonic() - started,
-            f" ({failure[:200]})" if failure else "",
-        )
         if failure is not None:
             raise ToolFailed(failure, details)
-        if schema is None:
+        if spec.json_schema is None:
             return result(outcome.text, details)
         return result(_dumps(outcome.json), {**details, "json": outcome.json})
 
