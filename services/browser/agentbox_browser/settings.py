@@ -71,7 +71,7 @@ class BrowserSettings:
         env="AGENTBOX_BROWSER_HOST",
         parse=nonblank,
         flag="--host",
-        help="address of the MCP server (AGENTBOX_BROWSER_HOST, default 127.0.0.1)",
+        help="address of the MCP server",
     )
     #: The MCP server's port (``POST /mcp``, ``GET /health``).
     port: int = setting(
@@ -79,7 +79,7 @@ class BrowserSettings:
         env="AGENTBOX_BROWSER_PORT",
         parse=integer(minimum=1, maximum=65535),
         flag="--port",
-        help="port of the MCP server (AGENTBOX_BROWSER_PORT, default 8100)",
+        help="port of the MCP server",
     )
     #: Chromium's DevTools port, always bound to 127.0.0.1.
     cdp_port: int = setting(
@@ -87,7 +87,7 @@ class BrowserSettings:
         env="AGENTBOX_CDP_PORT",
         parse=integer(minimum=1, maximum=65535),
         flag="--cdp-port",
-        help="Chromium's DevTools port on 127.0.0.1 (AGENTBOX_CDP_PORT, default 9222)",
+        help="Chromium's DevTools port on 127.0.0.1",
     )
     #: The Chromium executable (default: ``chromium`` on PATH).
     chromium: str = setting(
@@ -95,7 +95,7 @@ class BrowserSettings:
         env="AGENTBOX_CHROMIUM",
         parse=_chromium,
         flag="--chromium",
-        help="Chromium executable (AGENTBOX_CHROMIUM, default: chromium on PATH)",
+        help="Chromium executable",
         shown="`chromium` on `PATH`",
     )
     #: ``WxH`` (``W,H`` accepted, as mcp-server-browser writes it).
@@ -104,7 +104,7 @@ class BrowserSettings:
         env="AGENTBOX_VIEWPORT",
         parse=parse_viewport,
         flag="--viewport",
-        help="page size WxH (AGENTBOX_VIEWPORT, default 1280x720)",
+        help="page size WxH",
     )
     #: ``--headless=new`` when true; false needs a ``DISPLAY``.
     headless: bool = setting(
@@ -112,7 +112,7 @@ class BrowserSettings:
         env="AGENTBOX_HEADLESS",
         parse=boolean,
         flag="--headless",
-        help="run Chromium headless (AGENTBOX_HEADLESS, default true)",
+        help="run Chromium headless",
     )
     #: Extra Chromium flags, shell-quoted.
     extra_args: tuple[str, ...] = setting(
@@ -120,7 +120,7 @@ class BrowserSettings:
         env="AGENTBOX_BROWSER_ARGS",
         parse=_args,
         flag="--browser-args",
-        help="extra Chromium flags, shell-quoted (AGENTBOX_BROWSER_ARGS)",
+        help="extra Chromium flags, shell-quoted",
     )
     #: Seconds a navigation (or a page script) may take.
     nav_timeout: float = setting(
@@ -128,7 +128,7 @@ class BrowserSettings:
         env="AGENTBOX_NAV_TIMEOUT",
         parse=number(minimum=0.1),
         flag="--nav-timeout",
-        help="navigation timeout in seconds (AGENTBOX_NAV_TIMEOUT, default 30)",
+        help="navigation timeout in seconds",
     )
     #: The PAC file Chromium follows (the gateway's browser proxy), or "".
     proxy_pac_url: str = setting("", env="AGENTBOX_PROXY_PAC_URL", parse=stripped)

@@ -150,7 +150,8 @@ def home_path(name: str, raw: str) -> Path | None:
 # Single reads, for a variable that is no dataclass's field.
 
 
-def _read(name: str, parse: Parser, default: Any, env: Mapping[str, str] | None) -> Any:
+def read_variable(name: str, parse: Parser, default: Any, env: Mapping[str, str] | None = None) -> Any:
+    """One variable, parsed; unset (or parsed to None) gives ``default``."""
     raw = _environ(env).get(name)
     value = None if raw is None else parse(name, raw)
     return default if value is None else value
@@ -161,7 +162,7 @@ def env_str(name: str, default: str = "", env: Mapping[str, str] | None = None) 
 
 
 def env_bool(name: str, default: bool = False, env: Mapping[str, str] | None = None) -> bool:
-    return bool(_read(name, boolean, default, env))
+    return bool(read_variable(name, boolean, default, env))
 
 
 def env_int(
@@ -172,11 +173,11 @@ def env_int(
     minimum: int | None = None,
     maximum: int | None = None,
 ) -> int:
-    return int(_read(name, integer(minimum, maximum), default, env))
+    return int(read_variable(name, integer(minimum, maximum), default, env))
 
 
 def env_float(name: str, default: float, env: Mapping[str, str] | None = None, *, minimum: float = 0.0) -> float:
-    return float(_read(name, number(minimum), default, env))
+    return float(read_variable(name, number(minimum), default, env))
 
 
 # Declared settings.
@@ -260,6 +261,8 @@ def default_text(cls: type, field_name: str) -> str:
     if declaration.shown is not None:
         return declaration.shown
     (found,) = [f for f in dataclasses.fields(cls) if f.name == field_name]
+    if found.default is dataclasses.MISSING and found.default_factory is dataclasses.MISSING:
+        return "required"
     value = found.default if found.default_factory is dataclasses.MISSING else found.default_factory()
     if value in ("", (), {}, None):
         return "unset"
@@ -270,13 +273,30 @@ def default_text(cls: type, field_name: str) -> str:
     return f"`{value}`"
 
 
+def described(cls: type, field_name: str) -> str:
+    """``VARIABLE (default)`` for a usage text (``AICODEBOX_MCP_MODE_PORT (8081)``)."""
+    declaration = declarations(cls)[field_name]
+    return f"{declaration.name} ({default_text(cls, field_name).replace('`', '')})"
+
+
+def _flag_help(cls: type, field_name: str, declaration: Declaration) -> str:
+    """The declared help, followed by the variable and the default: ``port (AGENTBOX_BROWSER_PORT, default 8100)``."""
+    if not declaration.help:
+        return f"same as {declaration.variable}"
+    default = default_text(cls, field_name)
+    notes = [declaration.variable] if declaration.variable else []
+    if default != "unset":
+        notes.append(f"default {default.replace('`', '')}")
+    return f"{declaration.help} ({', '.join(notes)})"
+
+
 def add_flags(parser: argparse.ArgumentParser, cls: type, fields: tuple[str, ...] | None = None) -> None:
     """One option per declared flag of ``cls`` (or of ``fields``), in declaration order; a boolean
     setting gets ``--x/--no-x``. Every option defaults to None: not given."""
     for field_name, declaration in declarations(cls).items():
         if declaration.flag is None or (fields is not None and field_name not in fields):
             continue
-        options: dict[str, Any] = {"default": None, "help": declaration.help or f"same as {declaration.variable}"}
+        options: dict[str, Any] = {"default": None, "help": _flag_help(cls, field_name, declaration)}
         if declaration.parse is boolean:
             options["action"] = argparse.BooleanOptionalAction
         else:

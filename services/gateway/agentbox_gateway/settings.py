@@ -38,8 +38,8 @@ def _url(name: str, raw: str) -> str:
 
 @dataclass(frozen=True)
 class GatewaySettings:
-    host: str = setting("127.0.0.1", flag="--host", help="address to bind (default 127.0.0.1)")
-    port: int = setting(DEFAULT_PORT, flag="--port", parse=integer(), help=f"port (default {DEFAULT_PORT})")
+    host: str = setting("127.0.0.1", flag="--host", help="address to bind")
+    port: int = setting(DEFAULT_PORT, flag="--port", parse=integer(), help="port")
     #: When set, every route but the public ones needs ``Authorization: Bearer``.
     api_key: str = setting("", env="AIO_API_KEY", flag="--api-key", metavar="KEY")
     #: Non-loopback browser origins allowed to call the gateway.
