@@ -38,7 +38,7 @@ class ObservabilitySettings:
     #: One log line per request on the ``agentbox.access`` logger.
     access_log: bool = setting(True, env="AGENTBOX_ACCESS_LOG", parse=boolean)
     #: Set: export a span per request over OTLP/HTTP.
-    traces: bool = setting(False, env="OTEL_EXPORTER_OTLP_ENDPOINT", parse=present)
+    traces: bool = setting(False, env="OTEL_EXPORTER_OTLP_ENDPOINT", parse=present, shown="unset")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ObservabilitySettings:
