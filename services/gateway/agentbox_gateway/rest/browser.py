@@ -13,7 +13,6 @@ from fastapi.responses import Response
 
 from ..cdp_proxy import request_public_base, with_ticket
 from ..planes.browser import BrowserError, BrowserUnavailable, InvalidAction
-from ..settings import GatewaySettings
 from ..vnc import signed_vnc_url
 from .bodies import StrictBody
 from .envelope import RestError, error_responses, ok
@@ -46,7 +45,7 @@ async def _guarded(operation: Awaitable[T], what: str) -> T:
         raise RestError(500, f"{what} failed: {exc}") from exc
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     plane = planes.browser
     api = APIRouter(prefix="/v1/browser", tags=["browser"], responses=error_responses(400, 503))
 

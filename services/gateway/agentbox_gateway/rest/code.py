@@ -29,7 +29,6 @@ from ..planes.code import (
     SessionLimitReached,
     SessionNotFound,
 )
-from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import RestError, error_responses, failed, ok
 
@@ -134,7 +133,7 @@ def _node_session(info: SessionInfo) -> dict[str, Any]:
     }
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     plane = planes.code
     api = APIRouter(responses=error_responses(400, 404, 429, 503))
 

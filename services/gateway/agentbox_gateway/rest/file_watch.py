@@ -22,7 +22,6 @@ from ..planes.file_watch import (
     WatchOptions,
     WatchTimeout,
 )
-from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import answer_or_raise, error_responses, ok
 
@@ -77,7 +76,7 @@ async def _guarded(operation: Any) -> Any:
     return await answer_or_raise(operation, statuses)
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     watches = planes.watch
     api = APIRouter(prefix="/v1/file/watch", tags=["file"], responses=error_responses(400, 404, 429))
 

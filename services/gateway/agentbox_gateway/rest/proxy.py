@@ -13,7 +13,6 @@ from fastapi.responses import Response
 from pydantic import ConfigDict, Field
 
 from ..planes.proxy import Applied, ProxyEntryNotFound, ProxySettingError, ProxyUnavailable
-from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import answer_or_raise, error_responses, ok
 
@@ -56,7 +55,7 @@ async def _call(operation: Awaitable[Any]) -> Any:
     return await answer_or_raise(operation, STATUSES)
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     proxy = planes.proxy
     api = APIRouter(tags=["proxy"], responses=error_responses(400, 404, 503))
 

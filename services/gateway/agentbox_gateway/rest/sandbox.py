@@ -10,14 +10,13 @@ from fastapi import APIRouter, Query, Request
 from .. import __version__
 from ..cdp_proxy import request_public_base
 from ..planes.context import ContextError
-from ..settings import GatewaySettings
 from .envelope import RestError, error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     context, browser = planes.context, planes.browser
     api = APIRouter(prefix="/v1", tags=["sandbox"], responses=error_responses(503))
 
