@@ -12,11 +12,10 @@ from typing import Any
 from agentbox_common.settings import (
     ConfigError,
     boolean,
-    given,
-    integer,
+    load,
     nonblank,
     number,
-    read_env,
+    port_number,
     setting,
     stripped,
 )
@@ -67,25 +66,17 @@ def _args(name: str, raw: str) -> tuple[str, ...]:
 class BrowserSettings:
     #: Where the MCP server listens (on loopback the SDK's Host/Origin checks stay on).
     host: str = setting(
-        "127.0.0.1",
-        env="AGENTBOX_BROWSER_HOST",
-        parse=nonblank,
-        flag="--host",
-        help="address of the MCP server",
+        "127.0.0.1", env="AGENTBOX_BROWSER_HOST", parse=nonblank, flag="--host", help="address of the MCP server"
     )
     #: The MCP server's port (``POST /mcp``, ``GET /health``).
     port: int = setting(
-        8100,
-        env="AGENTBOX_BROWSER_PORT",
-        parse=integer(minimum=1, maximum=65535),
-        flag="--port",
-        help="port of the MCP server",
+        8100, env="AGENTBOX_BROWSER_PORT", parse=port_number, flag="--port", help="port of the MCP server"
     )
     #: Chromium's DevTools port, always bound to 127.0.0.1.
     cdp_port: int = setting(
         9222,
         env="AGENTBOX_CDP_PORT",
-        parse=integer(minimum=1, maximum=65535),
+        parse=port_number,
         flag="--cdp-port",
         help="Chromium's DevTools port on 127.0.0.1",
     )
@@ -108,19 +99,11 @@ class BrowserSettings:
     )
     #: ``--headless=new`` when true; false needs a ``DISPLAY``.
     headless: bool = setting(
-        True,
-        env="AGENTBOX_HEADLESS",
-        parse=boolean,
-        flag="--headless",
-        help="run Chromium headless",
+        True, env="AGENTBOX_HEADLESS", parse=boolean, flag="--headless", help="run Chromium headless"
     )
     #: Extra Chromium flags, shell-quoted.
     extra_args: tuple[str, ...] = setting(
-        (),
-        env="AGENTBOX_BROWSER_ARGS",
-        parse=_args,
-        flag="--browser-args",
-        help="extra Chromium flags, shell-quoted",
+        (), env="AGENTBOX_BROWSER_ARGS", parse=_args, flag="--browser-args", help="extra Chromium flags, shell-quoted"
     )
     #: Seconds a navigation (or a page script) may take.
     nav_timeout: float = setting(
@@ -140,4 +123,4 @@ class BrowserSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> BrowserSettings:
         """Settings from the environment; keyword overrides (the flags) win when not None."""
-        return cls(**{**read_env(cls, env), **given(overrides)})
+        return load(cls, env, **overrides)

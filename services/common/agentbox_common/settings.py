@@ -5,7 +5,7 @@ message that names the variable, so these helpers raise :class:`ConfigError` car
 
 A settings dataclass declares each setting once, as a field made by :func:`setting`: its default,
 its variable, how the variable's text is parsed, and its command-line flag and help. ``from_env``
-(:func:`read_env`), the flags (:func:`add_flags`, :func:`flag_values`) and the README's variables
+(:func:`load`, :func:`read_env`), the flags (:func:`add_flags`, :func:`flag_values`) and the README's variables
 tables (checked by ``tests/test_settings_readme.py``) all follow from that declaration.
 """
 
@@ -17,10 +17,11 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+T = TypeVar("T")
 _DECLARATION = "agentbox.setting"
 _NESTED = "agentbox.settings"
 
@@ -69,16 +70,14 @@ def present(name: str, raw: str) -> bool:
     return bool(raw.strip())
 
 
-def integer(minimum: int | None = None, maximum: int | None = None) -> Parser:
-    """An integer within the bounds; blank keeps the default."""
-
-    def parse(name: str, raw: str) -> int | None:
+def _bounded(convert: Callable[[str], Any], kind: str, minimum: Any, maximum: Any) -> Parser:
+    def parse(name: str, raw: str) -> Any:
         if raw.strip() == "":
             return None
         try:
-            value = int(raw.strip())
+            value = convert(raw.strip())
         except ValueError:
-            raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+            raise ConfigError(f"{name} must be {kind}, got {raw!r}") from None
         if minimum is not None and value < minimum:
             raise ConfigError(f"{name} must be at least {minimum}, got {value}")
         if maximum is not None and value > maximum:
@@ -88,21 +87,18 @@ def integer(minimum: int | None = None, maximum: int | None = None) -> Parser:
     return parse
 
 
+def integer(minimum: int | None = None, maximum: int | None = None) -> Parser:
+    """An integer within the bounds; blank keeps the default."""
+    return _bounded(int, "an integer", minimum, maximum)
+
+
 def number(minimum: float = 0.0) -> Parser:
     """A number at least ``minimum``; blank keeps the default."""
+    return _bounded(float, "a number", minimum, None)
 
-    def parse(name: str, raw: str) -> float | None:
-        if raw.strip() == "":
-            return None
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            raise ConfigError(f"{name} must be a number, got {raw!r}") from None
-        if value < minimum:
-            raise ConfigError(f"{name} must be at least {minimum}, got {value}")
-        return value
 
-    return parse
+#: A TCP port to listen on.
+port_number = integer(minimum=1, maximum=65535)
 
 
 def parse_csv(name: str, raw: str) -> list[str]:
@@ -248,6 +244,12 @@ def read_env(cls: type, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     for field_name, inner in nested_classes(cls).items():
         values[field_name] = inner(**read_env(inner, source))
     return values
+
+
+def load(cls: type[T], env: Mapping[str, str] | None = None, /, **overrides: Any) -> T:
+    """``cls`` from the environment; keyword overrides (the flags, values computed by the caller)
+    win when not None."""
+    return cls(**{**read_env(cls, env), **given(overrides)})
 
 
 def given(overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,10 +15,10 @@ from agentbox_common.settings import (
     given,
     integer,
     json_object,
+    load,
     nested,
     number,
     path,
-    read_env,
     setting,
     text,
 )
@@ -103,6 +103,6 @@ class GatewaySettings:
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GatewaySettings:
         """Settings from the environment; keyword overrides (the CLI flags) win when not None."""
         source = os.environ if env is None else env
-        settings = cls(**read_env(cls, source))
+        settings = load(cls, source)
         vnc_enabled = bool(settings.display) and not env_bool("DISABLE_VNC", False, source)
         return replace(settings, **{"vnc_enabled": vnc_enabled, **given(overrides)})

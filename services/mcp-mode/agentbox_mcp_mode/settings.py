@@ -29,6 +29,7 @@ from agentbox_common.settings import (
     nested,
     nonblank,
     number,
+    port_number,
     read_env,
     setting,
     stripped,
@@ -90,7 +91,7 @@ class McpModeSettings:
     #: Whether MCP is on (API mode mounts it only then).
     mcp_mode: bool = setting(False, env="AICODEBOX_MCP_MODE", parse=boolean)
     host: str = setting("0.0.0.0", env="AICODEBOX_MCP_MODE_HOST", parse=nonblank)
-    port: int = setting(DEFAULT_PORT, env="AICODEBOX_MCP_MODE_PORT", parse=integer(minimum=1, maximum=65535))
+    port: int = setting(DEFAULT_PORT, env="AICODEBOX_MCP_MODE_PORT", parse=port_number)
     #: Empty means MCP has no auth.
     token: str = setting("", env="AICODEBOX_MCP_MODE_TOKEN")
     allowed_hosts: tuple[str, ...] = setting(

@@ -17,7 +17,7 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..redaction import redact_query
-from ..settings import boolean, present, read_env, setting
+from ..settings import boolean, load, present, setting
 from .metrics import UNMATCHED_ROUTE, Metrics, metrics_route
 from .request_ids import (
     REQUEST_ID_HEADER,
@@ -42,7 +42,7 @@ class ObservabilitySettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ObservabilitySettings:
-        return cls(**read_env(cls, env))
+        return load(cls, env)
 
     def install(
         self, app: Starlette, service_name: str, guard: Callable[[ASGIApp], ASGIApp] | None = None

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentbox_common.settings import ConfigError, given, integer, nonblank, number, read_env, setting
+from agentbox_common.settings import ConfigError, load, nonblank, number, port_number, setting
 
 from ..settings import McpModeSettings
 
@@ -30,7 +30,7 @@ class ApiModeSettings:
     #: The shared ``AICODEBOX_*`` configuration; ``mcp.mcp_mode`` says whether ``/mcp`` is mounted.
     mcp: McpModeSettings
     host: str = setting("0.0.0.0", env="AICODEBOX_API_MODE_HOST", parse=nonblank)
-    port: int = setting(DEFAULT_PORT, env="AICODEBOX_API_MODE_PORT", parse=integer(minimum=1, maximum=65535))
+    port: int = setting(DEFAULT_PORT, env="AICODEBOX_API_MODE_PORT", parse=port_number)
     #: Empty means the API routes have no auth.
     token: str = setting("", env="AICODEBOX_API_MODE_TOKEN")
     #: Seconds an unread async result is kept.
@@ -46,4 +46,4 @@ class ApiModeSettings:
                 "AICODEBOX_AVAILABLE_MODELS is empty: API mode needs at least one model "
                 "(a comma-separated list, e.g. AICODEBOX_AVAILABLE_MODELS=sonnet,opus)"
             )
-        return cls(**{"mcp": mcp, **read_env(cls, source), **given(overrides)})
+        return load(cls, source, mcp=mcp, **overrides)
