@@ -5,8 +5,9 @@ message that names the variable, so these helpers raise :class:`ConfigError` car
 
 A settings dataclass declares each setting once, as a field made by :func:`setting`: its default,
 its variable, how the variable's text is parsed, and its command-line flag and help. ``from_env``
-(:func:`load`, :func:`read_env`), the flags (:func:`add_flags`, :func:`flag_values`) and the README's variables
-tables (checked by ``tests/test_settings_readme.py``) all follow from that declaration.
+(:func:`load`, :func:`read_env`), the flags and their help (:func:`add_flags`, :func:`flag_values`)
+and the README's variables tables (checked by ``tests/common/test_settings_readme.py``) all follow
+from that declaration.
 """
 
 from __future__ import annotations
