@@ -1,4 +1,6 @@
 """Browser program: Chromium under supervision, Playwright over CDP, and the page-level
 browser_* MCP tools."""
 
-__version__ = "0.1.0"
+from agentbox_common.version import __version__
+
+__all__ = ["__version__"]

@@ -4,28 +4,15 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 
 from agentbox_common.logging import configure_logging
 from agentbox_common.serving import serve
-from agentbox_common.settings import ConfigError
+from agentbox_common.settings import ConfigError, add_flags, flag_values
 
 from .chromium import port_in_use
 from .server import build_app
 from .settings import BrowserSettings
-
-#: Each flag sets the variable of the same meaning (so both are checked, and named, the same way).
-FLAGS = {
-    "host": "AGENTBOX_BROWSER_HOST",
-    "port": "AGENTBOX_BROWSER_PORT",
-    "cdp_port": "AGENTBOX_CDP_PORT",
-    "chromium": "AGENTBOX_CHROMIUM",
-    "viewport": "AGENTBOX_VIEWPORT",
-    "headless": "AGENTBOX_HEADLESS",
-    "browser_args": "AGENTBOX_BROWSER_ARGS",
-    "nav_timeout": "AGENTBOX_NAV_TIMEOUT",
-}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,30 +20,13 @@ def _parser() -> argparse.ArgumentParser:
         prog="agentbox-browser",
         description="Start Chromium (CDP on 127.0.0.1) and serve the page-level browser_* MCP tools at /mcp.",
     )
-    parser.add_argument("--host", help="address of the MCP server (AGENTBOX_BROWSER_HOST, default 127.0.0.1)")
-    parser.add_argument("--port", help="port of the MCP server (AGENTBOX_BROWSER_PORT, default 8100)")
-    parser.add_argument("--cdp-port", help="Chromium's DevTools port on 127.0.0.1 (AGENTBOX_CDP_PORT, default 9222)")
-    parser.add_argument("--chromium", help="Chromium executable (AGENTBOX_CHROMIUM, default: chromium on PATH)")
-    parser.add_argument("--viewport", help="page size WxH (AGENTBOX_VIEWPORT, default 1280x720)")
-    parser.add_argument(
-        "--headless",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="run Chromium headless (AGENTBOX_HEADLESS, default true)",
-    )
-    parser.add_argument("--browser-args", help="extra Chromium flags, shell-quoted (AGENTBOX_BROWSER_ARGS)")
-    parser.add_argument("--nav-timeout", help="navigation timeout in seconds (AGENTBOX_NAV_TIMEOUT, default 30)")
+    add_flags(parser, BrowserSettings)
     return parser
 
 
 def settings_from(argv: list[str] | None = None) -> BrowserSettings:
-    args = vars(_parser().parse_args(argv))
-    env = dict(os.environ)
-    for option, variable in FLAGS.items():
-        value = args[option]
-        if value is not None:
-            env[variable] = str(value).lower() if isinstance(value, bool) else str(value)
-    return BrowserSettings.from_env(env)
+    """The environment's settings, each flag given replacing its variable."""
+    return BrowserSettings.from_env(**flag_values(_parser().parse_args(argv), BrowserSettings))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,13 +3,22 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from agentbox_common.settings import ConfigError, env_bool, env_float, env_int, env_str
+from agentbox_common.settings import (
+    ConfigError,
+    boolean,
+    load,
+    nonblank,
+    number,
+    port_number,
+    setting,
+    stripped,
+)
 
 DEFAULT_VIEWPORT = "1280x720"
 
@@ -23,48 +32,6 @@ class Viewport:
         return f"{self.width}x{self.height}"
 
 
-@dataclass(frozen=True)
-class BrowserSettings:
-    #: ``AGENTBOX_BROWSER_HOST``: where the MCP server listens (on loopback the SDK's Host/Origin
-    #: checks stay on).
-    host: str
-    #: ``AGENTBOX_BROWSER_PORT``: the MCP server's port (``POST /mcp``, ``GET /health``).
-    port: int
-    #: ``AGENTBOX_CDP_PORT``: Chromium's DevTools port, always bound to 127.0.0.1.
-    cdp_port: int
-    #: ``AGENTBOX_CHROMIUM``: the Chromium executable (default: ``chromium`` on PATH).
-    chromium: str
-    #: ``AGENTBOX_VIEWPORT``: ``WxH`` (``W,H`` accepted, as mcp-server-browser writes it).
-    viewport: Viewport
-    #: ``AGENTBOX_HEADLESS``: ``--headless=new`` when true; false needs a ``DISPLAY``.
-    headless: bool
-    #: ``AGENTBOX_BROWSER_ARGS``: extra Chromium flags, shell-quoted.
-    extra_args: tuple[str, ...]
-    #: ``AGENTBOX_NAV_TIMEOUT``: seconds a navigation (or a page script) may take.
-    nav_timeout: float
-    #: ``AGENTBOX_PROXY_PAC_URL``: the PAC file Chromium follows (the gateway's browser proxy), or "".
-    proxy_pac_url: str = ""
-
-    @property
-    def cdp_url(self) -> str:
-        return f"http://127.0.0.1:{self.cdp_port}"
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> BrowserSettings:
-        source = os.environ if env is None else env
-        return cls(
-            host=env_str("AGENTBOX_BROWSER_HOST", "127.0.0.1", source).strip() or "127.0.0.1",
-            port=env_int("AGENTBOX_BROWSER_PORT", 8100, source, minimum=1, maximum=65535),
-            cdp_port=env_int("AGENTBOX_CDP_PORT", 9222, source, minimum=1, maximum=65535),
-            chromium=_chromium(env_str("AGENTBOX_CHROMIUM", "", source)),
-            viewport=parse_viewport("AGENTBOX_VIEWPORT", env_str("AGENTBOX_VIEWPORT", DEFAULT_VIEWPORT, source)),
-            headless=env_bool("AGENTBOX_HEADLESS", True, source),
-            extra_args=_args("AGENTBOX_BROWSER_ARGS", env_str("AGENTBOX_BROWSER_ARGS", "", source)),
-            nav_timeout=env_float("AGENTBOX_NAV_TIMEOUT", 30.0, source, minimum=0.1),
-            proxy_pac_url=env_str("AGENTBOX_PROXY_PAC_URL", "", source).strip(),
-        )
-
-
 def parse_viewport(name: str, raw: str) -> Viewport:
     parts = raw.strip().lower().replace(",", "x").split("x")
     try:
@@ -76,15 +43,15 @@ def parse_viewport(name: str, raw: str) -> Viewport:
     return Viewport(width, height)
 
 
-def _chromium(raw: str) -> str:
+def _chromium(name: str, raw: str) -> str:
     if not raw.strip():
         found = shutil.which("chromium")
         if found is None:
-            raise ConfigError("AGENTBOX_CHROMIUM is not set and no `chromium` is on PATH (apt-get install chromium)")
+            raise ConfigError(f"{name} is not set and no `chromium` is on PATH (apt-get install chromium)")
         return found
     path = shutil.which(raw.strip())
     if path is None:
-        raise ConfigError(f"AGENTBOX_CHROMIUM={raw!r} is not an executable file")
+        raise ConfigError(f"{name}={raw!r} is not an executable file")
     return path
 
 
@@ -93,3 +60,67 @@ def _args(name: str, raw: str) -> tuple[str, ...]:
         return tuple(shlex.split(raw))
     except ValueError as exc:
         raise ConfigError(f"{name} is not valid shell quoting: {exc}") from None
+
+
+@dataclass(frozen=True)
+class BrowserSettings:
+    #: Where the MCP server listens (on loopback the SDK's Host/Origin checks stay on).
+    host: str = setting(
+        "127.0.0.1", env="AGENTBOX_BROWSER_HOST", parse=nonblank, flag="--host", help="address of the MCP server"
+    )
+    #: The MCP server's port (``POST /mcp``, ``GET /health``).
+    port: int = setting(
+        8100, env="AGENTBOX_BROWSER_PORT", parse=port_number, flag="--port", help="port of the MCP server"
+    )
+    #: Chromium's DevTools port, always bound to 127.0.0.1.
+    cdp_port: int = setting(
+        9222,
+        env="AGENTBOX_CDP_PORT",
+        parse=port_number,
+        flag="--cdp-port",
+        help="Chromium's DevTools port on 127.0.0.1",
+    )
+    #: The Chromium executable (default: ``chromium`` on PATH).
+    chromium: str = setting(
+        default_factory=lambda: _chromium("AGENTBOX_CHROMIUM", ""),
+        env="AGENTBOX_CHROMIUM",
+        parse=_chromium,
+        flag="--chromium",
+        help="Chromium executable",
+        shown="`chromium` on `PATH`",
+    )
+    #: ``WxH`` (``W,H`` accepted, as mcp-server-browser writes it).
+    viewport: Viewport = setting(
+        parse_viewport("AGENTBOX_VIEWPORT", DEFAULT_VIEWPORT),
+        env="AGENTBOX_VIEWPORT",
+        parse=parse_viewport,
+        flag="--viewport",
+        help="page size WxH",
+    )
+    #: ``--headless=new`` when true; false needs a ``DISPLAY``.
+    headless: bool = setting(
+        True, env="AGENTBOX_HEADLESS", parse=boolean, flag="--headless", help="run Chromium headless"
+    )
+    #: Extra Chromium flags, shell-quoted.
+    extra_args: tuple[str, ...] = setting(
+        (), env="AGENTBOX_BROWSER_ARGS", parse=_args, flag="--browser-args", help="extra Chromium flags, shell-quoted"
+    )
+    #: Seconds a navigation (or a page script) may take.
+    nav_timeout: float = setting(
+        30.0,
+        env="AGENTBOX_NAV_TIMEOUT",
+        parse=number(minimum=0.1),
+        flag="--nav-timeout",
+        help="navigation timeout in seconds",
+    )
+    #: The PAC file Chromium follows (the gateway's browser proxy), or "".
+    proxy_pac_url: str = setting("", env="AGENTBOX_PROXY_PAC_URL", parse=stripped)
+
+    @property
+    def cdp_url(self) -> str:
+        return f"http://127.0.0.1:{self.cdp_port}"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> BrowserSettings:
+        """Settings from the environment; keyword overrides (the flags) win when not None."""
+        return load(cls, env, **overrides)

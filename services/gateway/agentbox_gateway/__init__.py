@@ -1,3 +1,5 @@
 """The agentbox gateway: the sandbox's MCP endpoint, REST API and CDP proxy (``aiod``)."""
 
-__version__ = "0.1.0"
+from agentbox_common.version import __version__
+
+__all__ = ["__version__"]

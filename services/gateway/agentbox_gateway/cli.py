@@ -10,25 +10,22 @@ import sys
 
 from agentbox_common.logging import configure_logging
 from agentbox_common.serving import serve
-from agentbox_common.settings import ConfigError, parse_json_object
+from agentbox_common.settings import ConfigError, add_flags, flag_values
 
 from .app import build_app
 from .doctor import format_table, healthy, run_checks
-from .settings import DEFAULT_PORT, GatewaySettings
+from .settings import GatewaySettings
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aiod", description="agentbox sandbox daemon (MCP + REST gateway)")
     commands = parser.add_subparsers(dest="command", required=True)
     start = commands.add_parser("start", help="serve /mcp, /v1 and /health")
-    start.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    start.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
-    start.add_argument("--mcp-servers", default=None, metavar="JSON", help="same as EXTRA_MCP_SERVERS")
-    start.add_argument("--api-key", default=None, metavar="KEY", help="same as AIO_API_KEY")
+    add_flags(start, GatewaySettings)
     doctor = commands.add_parser(
         "doctor", help="check what the gateway needs and can use; exit 1 when a required part is missing"
     )
-    doctor.add_argument("--mcp-servers", default=None, metavar="JSON", help="same as EXTRA_MCP_SERVERS")
+    add_flags(doctor, GatewaySettings, fields=("mcp_servers",))
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     return parser
 
@@ -37,9 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     configure_logging()
     try:
-        mcp_servers = None if args.mcp_servers is None else parse_json_object("--mcp-servers", args.mcp_servers)
-        flags = {"host": args.host, "port": args.port, "api_key": args.api_key} if args.command == "start" else {}
-        settings = GatewaySettings.from_env(mcp_servers=mcp_servers, **flags)
+        settings = GatewaySettings.from_env(**flag_values(args, GatewaySettings))
     except ConfigError as exc:
         sys.exit(f"aiod: {exc}")
 

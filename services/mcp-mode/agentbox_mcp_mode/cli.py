@@ -15,7 +15,7 @@ import sys
 
 from agentbox_common.logging import configure_logging
 from agentbox_common.serving import serve
-from agentbox_common.settings import ConfigError
+from agentbox_common.settings import ConfigError, described
 
 from .adapters import load_adapter
 from .api_mode.settings import ApiModeSettings
@@ -23,14 +23,14 @@ from .settings import McpModeSettings
 
 MCP_MODE_USAGE = (
     "Serve aicodebox's MCP mode (run_prompt and the workspace file tools) over streamable HTTP. "
-    "Configured by environment variables only: AICODEBOX_MCP_MODE_PORT (8081), "
-    "AICODEBOX_MCP_MODE_HOST (0.0.0.0), AICODEBOX_MCP_MODE_TOKEN, AICODEBOX_WORKSPACE, "
+    f"Configured by environment variables only: {described(McpModeSettings, 'port')}, "
+    f"{described(McpModeSettings, 'host')}, AICODEBOX_MCP_MODE_TOKEN, AICODEBOX_WORKSPACE, "
     "AICODEBOX_ADAPTER and the others listed in the README."
 )
 API_USAGE = (
     "Serve aicodebox's API mode (/run, /openai/v1/*, /files and, with AICODEBOX_MCP_MODE=1, MCP at "
-    "/mcp/). Configured by environment variables only: AICODEBOX_API_MODE_PORT (8080), "
-    "AICODEBOX_API_MODE_HOST (0.0.0.0), AICODEBOX_API_MODE_TOKEN, AICODEBOX_AVAILABLE_MODELS and "
+    f"/mcp/). Configured by environment variables only: {described(ApiModeSettings, 'port')}, "
+    f"{described(ApiModeSettings, 'host')}, AICODEBOX_API_MODE_TOKEN, AICODEBOX_AVAILABLE_MODELS and "
     "the others listed in the README."
 )
 

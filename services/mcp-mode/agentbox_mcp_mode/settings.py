@@ -14,12 +14,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentbox_common.observability import ObservabilitySettings
-from agentbox_common.settings import ConfigError, env_bool, env_csv, env_float, env_int, env_str
+from agentbox_common.settings import (
+    ConfigError,
+    boolean,
+    csv,
+    csv_or_empty,
+    given,
+    integer,
+    nested,
+    nonblank,
+    number,
+    port_number,
+    read_env,
+    setting,
+    stripped,
+)
 
 from .schemas import DEFAULT_VALIDATION_TIMEOUT
 
@@ -46,6 +60,10 @@ def _default_state_dir(env: Mapping[str, str]) -> Path:
     return Path(base) / "agentbox-mcp-mode"
 
 
+def _nonblank_path(name: str, raw: str) -> Path | None:
+    return Path(raw.strip()) if raw.strip() else None
+
+
 def _workspace_root(env: Mapping[str, str]) -> Path:
     """``AICODEBOX_WORKSPACE`` (fallback ``AICODE_WORKSPACE``), created when missing, symlinks resolved."""
     name = "AICODEBOX_WORKSPACE" if env.get("AICODEBOX_WORKSPACE") else "AICODE_WORKSPACE"
@@ -60,82 +78,78 @@ def _workspace_root(env: Mapping[str, str]) -> Path:
     return path.resolve()
 
 
+def _base_url(name: str, raw: str) -> str | None:
+    value = raw.strip()
+    return value.rstrip("/") if value else None
+
+
 @dataclass(frozen=True)
 class McpModeSettings:
-    #: Root every file path and run workspace is confined to.
-    workspace: Path
-    #: ``AICODEBOX_MCP_MODE``: whether MCP is on (API mode mounts it only then).
-    mcp_mode: bool = False
-    host: str = "0.0.0.0"
-    port: int = DEFAULT_PORT
-    #: ``AICODEBOX_MCP_MODE_TOKEN``; empty means MCP has no auth.
-    token: str = ""
-    allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS
-    allowed_origins: tuple[str, ...] = DEFAULT_ALLOWED_ORIGINS
-    #: ``AICODEBOX_ADAPTER``: ``claude``, ``codex``, ``openai`` or ``package.module:Class``.
-    adapter: str = DEFAULT_ADAPTER
-    #: ``AICODEBOX_AVAILABLE_MODELS``: when non-empty, ``model`` must be one of these.
-    available_models: tuple[str, ...] = ()
-    #: ``AICODEBOX_JSON_RETRIES``: re-runs after an answer that does not match ``json_schema``.
-    json_retries: int = 3
-    #: ``AICODEBOX_RUN_TIMEOUT``: seconds before a run's process group is killed.
-    run_timeout: float = 3600.0
-    #: ``AICODEBOX_JSON_VALIDATION_TIMEOUT``: seconds matching one answer against ``json_schema`` may take.
-    validation_timeout: float = DEFAULT_VALIDATION_TIMEOUT
-    #: ``AICODEBOX_AGENT_BINARY``: overrides the CLI adapters' executable (``claude`` / ``codex``).
-    agent_binary: str = ""
-    #: ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``: the built-in agent's chat-completions endpoint.
-    openai_base_url: str = "https://api.openai.com/v1"
-    openai_api_key: str = ""
-    #: ``AICODEBOX_AGENT_MAX_TURNS``: model calls the built-in agent may make in one run.
-    agent_max_turns: int = 50
-    #: ``AICODEBOX_MAX_CONCURRENT_RUNS``: agent runs at once across workspaces (more: refused).
-    max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS
-    #: ``AICODEBOX_MAX_UPLOAD_BYTES``: largest ``PUT /files`` body (more: 413).
-    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
-    #: ``AICODEBOX_STATE_DIR``: where the built-in agent keeps its sessions (outside the workspace).
-    state_dir: Path = field(default_factory=lambda: _default_state_dir(os.environ))
+    #: Root every file path and run workspace is confined to (read by :func:`_workspace_root`, which
+    #: creates it; ``AICODE_WORKSPACE`` is the fallback variable).
+    workspace: Path = setting(env="AICODEBOX_WORKSPACE", parse=None, shown="`/workspace`")
+    #: Whether MCP is on (API mode mounts it only then).
+    mcp_mode: bool = setting(False, env="AICODEBOX_MCP_MODE", parse=boolean)
+    host: str = setting("0.0.0.0", env="AICODEBOX_MCP_MODE_HOST", parse=nonblank)
+    port: int = setting(DEFAULT_PORT, env="AICODEBOX_MCP_MODE_PORT", parse=port_number)
+    #: Empty means MCP has no auth.
+    token: str = setting("", env="AICODEBOX_MCP_MODE_TOKEN")
+    allowed_hosts: tuple[str, ...] = setting(
+        DEFAULT_ALLOWED_HOSTS,
+        env="AICODEBOX_MCP_MODE_ALLOWED_HOSTS",
+        parse=csv,
+        shown="`127.0.0.1`, `localhost`, `[::1]`, each with and without `:*`",
+    )
+    allowed_origins: tuple[str, ...] = setting(
+        DEFAULT_ALLOWED_ORIGINS,
+        env="AICODEBOX_MCP_MODE_ALLOWED_ORIGINS",
+        parse=csv,
+        shown="`http://` and `https://` on `127.0.0.1`, `localhost`, `[::1]`, each with and without `:*`",
+    )
+    #: ``claude``, ``codex``, ``openai`` or ``package.module:Class``.
+    adapter: str = setting(DEFAULT_ADAPTER, env="AICODEBOX_ADAPTER", parse=nonblank)
+    #: When non-empty, ``model`` must be one of these.
+    available_models: tuple[str, ...] = setting((), env="AICODEBOX_AVAILABLE_MODELS", parse=csv_or_empty)
+    #: Re-runs after an answer that does not match ``json_schema``.
+    json_retries: int = setting(3, env="AICODEBOX_JSON_RETRIES", parse=integer(minimum=0, maximum=20))
+    #: Seconds before a run's process group is killed.
+    run_timeout: float = setting(3600.0, env="AICODEBOX_RUN_TIMEOUT", parse=number(minimum=0.1))
+    #: Seconds matching one answer against ``json_schema`` may take.
+    validation_timeout: float = setting(
+        DEFAULT_VALIDATION_TIMEOUT, env="AICODEBOX_JSON_VALIDATION_TIMEOUT", parse=number(minimum=0.1)
+    )
+    #: Overrides the CLI adapters' executable (``claude`` / ``codex``).
+    agent_binary: str = setting("", env="AICODEBOX_AGENT_BINARY", parse=stripped)
+    #: The built-in agent's chat-completions endpoint.
+    openai_base_url: str = setting("https://api.openai.com/v1", env="OPENAI_BASE_URL", parse=_base_url)
+    openai_api_key: str = setting("", env="OPENAI_API_KEY")
+    #: Model calls the built-in agent may make in one run.
+    agent_max_turns: int = setting(50, env="AICODEBOX_AGENT_MAX_TURNS", parse=integer(minimum=1, maximum=1000))
+    #: Agent runs at once across workspaces (more: refused).
+    max_concurrent_runs: int = setting(
+        DEFAULT_MAX_CONCURRENT_RUNS, env="AICODEBOX_MAX_CONCURRENT_RUNS", parse=integer(minimum=1, maximum=1000)
+    )
+    #: Largest ``PUT /files`` body (more: 413).
+    max_upload_bytes: int = setting(
+        DEFAULT_MAX_UPLOAD_BYTES, env="AICODEBOX_MAX_UPLOAD_BYTES", parse=integer(minimum=1)
+    )
+    #: Where the built-in agent keeps its sessions (outside the workspace); the default follows
+    #: ``XDG_STATE_HOME`` of the environment read.
+    state_dir: Path = setting(
+        default_factory=lambda: _default_state_dir(os.environ),
+        env="AICODEBOX_STATE_DIR",
+        parse=_nonblank_path,
+        shown="`~/.local/state/agentbox-mcp-mode`",
+    )
     #: ``AGENTBOX_METRICS``, ``AGENTBOX_ACCESS_LOG``: ``/metrics`` and the access log.
-    observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
+    observability: ObservabilitySettings = nested(ObservabilitySettings)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> McpModeSettings:
         """Settings from the environment; keyword overrides win when not None. Raises ConfigError."""
         source = os.environ if env is None else env
-        values: dict[str, Any] = {
-            "workspace": _workspace_root(source),
-            "mcp_mode": env_bool("AICODEBOX_MCP_MODE", False, source),
-            "host": env_str("AICODEBOX_MCP_MODE_HOST", "", source).strip() or "0.0.0.0",
-            "port": env_int("AICODEBOX_MCP_MODE_PORT", DEFAULT_PORT, source, minimum=1, maximum=65535),
-            "token": env_str("AICODEBOX_MCP_MODE_TOKEN", "", source),
-            "allowed_hosts": tuple(env_csv("AICODEBOX_MCP_MODE_ALLOWED_HOSTS", list(DEFAULT_ALLOWED_HOSTS), source)),
-            "allowed_origins": tuple(
-                env_csv("AICODEBOX_MCP_MODE_ALLOWED_ORIGINS", list(DEFAULT_ALLOWED_ORIGINS), source)
-            ),
-            "adapter": env_str("AICODEBOX_ADAPTER", "", source).strip() or DEFAULT_ADAPTER,
-            "available_models": tuple(
-                m.strip() for m in env_str("AICODEBOX_AVAILABLE_MODELS", "", source).split(",") if m.strip()
-            ),
-            "json_retries": env_int("AICODEBOX_JSON_RETRIES", 3, source, minimum=0, maximum=20),
-            "run_timeout": env_float("AICODEBOX_RUN_TIMEOUT", 3600.0, source, minimum=0.1),
-            "validation_timeout": env_float(
-                "AICODEBOX_JSON_VALIDATION_TIMEOUT", DEFAULT_VALIDATION_TIMEOUT, source, minimum=0.1
-            ),
-            "agent_binary": env_str("AICODEBOX_AGENT_BINARY", "", source).strip(),
-            "openai_base_url": (env_str("OPENAI_BASE_URL", "", source).strip() or "https://api.openai.com/v1").rstrip(
-                "/"
-            ),
-            "openai_api_key": env_str("OPENAI_API_KEY", "", source),
-            "agent_max_turns": env_int("AICODEBOX_AGENT_MAX_TURNS", 50, source, minimum=1, maximum=1000),
-            "max_concurrent_runs": env_int(
-                "AICODEBOX_MAX_CONCURRENT_RUNS", DEFAULT_MAX_CONCURRENT_RUNS, source, minimum=1, maximum=1000
-            ),
-            "observability": ObservabilitySettings.from_env(source),
-            "max_upload_bytes": env_int("AICODEBOX_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES, source, minimum=1),
-            "state_dir": Path(env_str("AICODEBOX_STATE_DIR", "", source).strip() or _default_state_dir(source)),
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+        computed = {"workspace": _workspace_root(source), "state_dir": _default_state_dir(source)}
+        return cls(**{**computed, **read_env(cls, source), **given(overrides)})
 
     def check_model(self, model: str) -> None:
         """Refuse a ``model`` outside ``AICODEBOX_AVAILABLE_MODELS`` (when that list is set)."""

@@ -17,7 +17,7 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..redaction import redact_query
-from ..settings import env_bool, env_str
+from ..settings import boolean, load, present, setting
 from .metrics import UNMATCHED_ROUTE, Metrics, metrics_route
 from .request_ids import (
     REQUEST_ID_HEADER,
@@ -33,20 +33,16 @@ _HEADER = REQUEST_ID_HEADER.encode()
 
 @dataclass(frozen=True)
 class ObservabilitySettings:
-    #: ``AGENTBOX_METRICS``: serve ``/metrics`` and count requests.
-    metrics: bool = True
-    #: ``AGENTBOX_ACCESS_LOG``: one log line per request on the ``agentbox.access`` logger.
-    access_log: bool = True
-    #: ``OTEL_EXPORTER_OTLP_ENDPOINT`` set: export a span per request over OTLP/HTTP.
-    traces: bool = False
+    #: Serve ``/metrics`` and count requests.
+    metrics: bool = setting(True, env="AGENTBOX_METRICS", parse=boolean)
+    #: One log line per request on the ``agentbox.access`` logger.
+    access_log: bool = setting(True, env="AGENTBOX_ACCESS_LOG", parse=boolean)
+    #: Set: export a span per request over OTLP/HTTP.
+    traces: bool = setting(False, env="OTEL_EXPORTER_OTLP_ENDPOINT", parse=present, shown="unset")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ObservabilitySettings:
-        return cls(
-            metrics=env_bool("AGENTBOX_METRICS", True, env),
-            access_log=env_bool("AGENTBOX_ACCESS_LOG", True, env),
-            traces=bool(env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "", env).strip()),
-        )
+        return load(cls, env)
 
     def install(
         self, app: Starlette, service_name: str, guard: Callable[[ASGIApp], ASGIApp] | None = None

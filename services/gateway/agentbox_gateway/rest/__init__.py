@@ -27,7 +27,20 @@ def build_rest_app(planes: Planes, settings: GatewaySettings) -> FastAPI:
         responses=error_responses(401, 403, 421),  # the guards in front of every route
     )
     install_error_handlers(app)
-    for module in (shell, code, files, context, browser, browser_page, skills, util, file_watch, hooks, proxy):
-        app.include_router(module.router(planes, settings))
-    app.include_router(browser_page.display_router(planes, settings))
+    routers = (
+        shell.router(planes),
+        code.router(planes),
+        files.router(planes, settings),
+        context.router(planes),
+        browser.router(planes),
+        browser_page.router(planes),
+        skills.router(planes, settings),
+        util.router(planes),
+        file_watch.router(planes),
+        hooks.router(planes),
+        proxy.router(planes),
+        browser_page.display_router(planes),
+    )
+    for router in routers:
+        app.include_router(router)
     return app

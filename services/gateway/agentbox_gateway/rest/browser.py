@@ -17,7 +17,6 @@ from fastapi.responses import Response
 from ..browser_links import browser_info_data
 from ..cdp_proxy import request_public_base
 from ..planes.browser import InvalidAction
-from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import error_responses, ok
 
@@ -44,7 +43,7 @@ def _invalid_as_422() -> Iterator[None]:
         raise RequestValidationError([{"loc": location, "msg": exc.detail, "type": "value_error"}]) from exc
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     plane = planes.browser
     api = APIRouter(prefix="/v1/browser", tags=["browser"], responses=error_responses(400, 503))
 

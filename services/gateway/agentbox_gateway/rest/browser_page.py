@@ -14,7 +14,6 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..planes.browser import PageFailed
-from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import RestError, error_responses, ok
 
@@ -197,7 +196,7 @@ def _arguments(body: BaseModel | None) -> dict[str, Any]:
     return body.model_dump(exclude_none=True) if body is not None else {}
 
 
-def display_router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def display_router(planes: Planes) -> APIRouter:
     """``POST /v1/display/record``: the display here is the browser's, recorded as a screencast."""
     api = APIRouter(prefix="/v1/display", tags=["display"], responses=PAGE_ERRORS)
 
@@ -225,7 +224,7 @@ async def _forward(planes: Planes, operation: str, arguments: dict[str, Any]) ->
 PAGE_ERRORS = error_responses(400, 404, 408, 409, 502, 503, 504)
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     api = APIRouter(prefix="/v1/browser", tags=["browser page"], responses=PAGE_ERRORS)
 
     async def run(operation: str, arguments: dict[str, Any]) -> Any:

@@ -15,7 +15,6 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from ..planes.code import DEFAULT_TIMEOUT, MAX_TIMEOUT, SESSION_IDLE, Execution, SessionInfo
-from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import error_responses, failed, ok
 
@@ -111,7 +110,7 @@ def _node_session(info: SessionInfo) -> dict[str, Any]:
     }
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     plane = planes.code
     api = APIRouter(responses=error_responses(400, 404, 429, 503))
 

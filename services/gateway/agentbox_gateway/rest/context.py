@@ -10,7 +10,6 @@ from fastapi import APIRouter, Query, Request
 from .. import __version__
 from ..cdp_proxy import request_public_base
 from ..planes.context import SandboxContext
-from ..settings import GatewaySettings
 from .envelope import error_responses, ok
 
 if TYPE_CHECKING:
@@ -30,7 +29,7 @@ def _sandbox_response(snapshot: SandboxContext) -> dict[str, Any]:
     return response
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     context = planes.context
     api = APIRouter(prefix="/v1", tags=["sandbox"], responses=error_responses(503))
 

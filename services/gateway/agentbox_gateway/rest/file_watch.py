@@ -15,7 +15,6 @@ from fastapi import APIRouter
 from pydantic import ConfigDict, Field
 
 from ..planes.files import MAX_WAIT_SECONDS, Watcher, WatchEvent, WatchOptions, WatchTimeout
-from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import RestError, error_responses, ok
 
@@ -65,7 +64,7 @@ def _events(events: list[WatchEvent], cursor: int) -> dict[str, Any]:
     return {"events": [asdict(e) for e in events], "cursor": events[-1].seq if events else cursor}
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     watches = planes.watch
     api = APIRouter(prefix="/v1/file/watch", tags=["file"], responses=error_responses(400, 404, 429))
 

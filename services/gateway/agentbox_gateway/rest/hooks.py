@@ -10,7 +10,6 @@ from fastapi import APIRouter, Query
 from pydantic import ConfigDict, Field
 
 from ..planes.hooks import DEFAULT_TIMEOUT, MAX_TIMEOUT, Hook
-from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import error_responses, ok
 
@@ -27,7 +26,7 @@ class HookRequest(StrictBody):
     priority: int | None = Field(None, ge=-1000, le=1000, description="lower runs first; equal ones in parallel")
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     hooks = planes.hooks
     api = APIRouter(prefix="/v1/sandbox/hooks", tags=["sandbox"], responses=error_responses(400, 404))
 

@@ -13,7 +13,6 @@ from fastapi.responses import Response
 from pydantic import ConfigDict, Field
 
 from ..planes.proxy import Applied
-from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import error_responses, ok
 
@@ -48,7 +47,7 @@ def _answer(data: Any, applied: Applied, message: str = "Operation successful") 
     return body
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     proxy = planes.proxy
     api = APIRouter(tags=["proxy"], responses=error_responses(400, 404, 503))
 

@@ -18,7 +18,6 @@ from pydantic import Field
 
 from ..planes import Planes
 from ..planes.shell import OUTPUT_LIMIT, CommandRecord, ShellPlane, ShellSession
-from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import RestError, error_responses, ok
 from .shell_stream import exec_stream, wants_events
@@ -186,7 +185,7 @@ def _bash_exec_result(record: CommandRecord, limit: int | None) -> dict[str, Any
     }
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     shell: ShellPlane = planes.shell
     api = APIRouter(tags=["shell"], responses=error_responses(400, 404, 409, 429, 503))
 

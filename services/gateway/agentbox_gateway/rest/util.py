@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import error_responses, ok
 
@@ -20,7 +19,7 @@ class ConvertRequest(StrictBody):
     uri: str = Field(min_length=1, description="a sandbox path, file:// URI or http(s):// URL")
 
 
-def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
+def router(planes: Planes) -> APIRouter:
     api = APIRouter(prefix="/v1/util", tags=["util"], responses=error_responses(400, 404))
 
     @api.post("/convert_to_markdown")

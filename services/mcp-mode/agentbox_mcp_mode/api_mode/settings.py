@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentbox_common.settings import ConfigError, env_float, env_int, env_str
+from agentbox_common.settings import ConfigError, load, nonblank, number, port_number, setting
 
 from ..settings import McpModeSettings
 
@@ -29,12 +29,12 @@ DEFAULT_RESULT_TTL = 6 * 3600.0
 class ApiModeSettings:
     #: The shared ``AICODEBOX_*`` configuration; ``mcp.mcp_mode`` says whether ``/mcp`` is mounted.
     mcp: McpModeSettings
-    host: str = "0.0.0.0"
-    port: int = DEFAULT_PORT
-    #: ``AICODEBOX_API_MODE_TOKEN``; empty means the API routes have no auth.
-    token: str = ""
-    #: ``AICODEBOX_API_MODE_RESULT_TTL``: seconds an unread async result is kept.
-    result_ttl: float = DEFAULT_RESULT_TTL
+    host: str = setting("0.0.0.0", env="AICODEBOX_API_MODE_HOST", parse=nonblank)
+    port: int = setting(DEFAULT_PORT, env="AICODEBOX_API_MODE_PORT", parse=port_number)
+    #: Empty means the API routes have no auth.
+    token: str = setting("", env="AICODEBOX_API_MODE_TOKEN")
+    #: Seconds an unread async result is kept.
+    result_ttl: float = setting(DEFAULT_RESULT_TTL, env="AICODEBOX_API_MODE_RESULT_TTL", parse=number(minimum=1))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> ApiModeSettings:
@@ -46,12 +46,4 @@ class ApiModeSettings:
                 "AICODEBOX_AVAILABLE_MODELS is empty: API mode needs at least one model "
                 "(a comma-separated list, e.g. AICODEBOX_AVAILABLE_MODELS=sonnet,opus)"
             )
-        values: dict[str, Any] = {
-            "mcp": mcp,
-            "host": env_str("AICODEBOX_API_MODE_HOST", "", source).strip() or "0.0.0.0",
-            "port": env_int("AICODEBOX_API_MODE_PORT", DEFAULT_PORT, source, minimum=1, maximum=65535),
-            "token": env_str("AICODEBOX_API_MODE_TOKEN", "", source),
-            "result_ttl": env_float("AICODEBOX_API_MODE_RESULT_TTL", DEFAULT_RESULT_TTL, source, minimum=1),
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+        return load(cls, source, mcp=mcp, **overrides)

@@ -23,7 +23,7 @@ import yaml
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from agentbox_common.settings import ConfigError, env_str
+from agentbox_common.settings import ConfigError, env_str, home_path, read_env, setting, stripped
 
 from ..telegram_bot.client import DEFAULT_API_URL, telegram_api_url
 
@@ -151,26 +151,22 @@ def history_dir(env: Mapping[str, str] | None = None) -> Path:
 
 @dataclass(frozen=True)
 class CronSettings:
-    #: ``AICODEBOX_CRON_MODE_FILE``: the YAML job file.
-    file: Path
-    #: ``AICODEBOX_CRON_MODE_HISTORY_DIR``: all of cron's state (history, Telegram message index).
-    history_dir: Path
-    #: ``AICODEBOX_TELEGRAM_MODE_TOKEN``: needed only when a job notifies a chat.
-    telegram_token: str = ""
-    telegram_api_url: str = DEFAULT_API_URL
+    #: The YAML job file.
+    file: Path = setting(env="AICODEBOX_CRON_MODE_FILE", parse=home_path)
+    #: All of cron's state (history, Telegram message index); read by :func:`history_dir`.
+    history_dir: Path = setting(env="AICODEBOX_CRON_MODE_HISTORY_DIR", parse=None, shown="`~/.aicodebox/cron`")
+    #: Needed only when a job notifies a chat.
+    telegram_token: str = setting("", env="AICODEBOX_TELEGRAM_MODE_TOKEN", parse=stripped)
+    #: Read by :func:`~agentbox_mcp_mode.telegram_bot.client.telegram_api_url`, which checks it.
+    telegram_api_url: str = setting(DEFAULT_API_URL, env="AICODEBOX_TELEGRAM_MODE_API_URL", parse=None)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> CronSettings:
         source = os.environ if env is None else env
-        file = env_str("AICODEBOX_CRON_MODE_FILE", "", source).strip()
-        if not file:
+        values = read_env(cls, source)
+        if "file" not in values:
             raise ConfigError("AICODEBOX_CRON_MODE_FILE is not set: point it at the YAML job file")
-        return cls(
-            file=Path(file).expanduser(),
-            history_dir=history_dir(source),
-            telegram_token=env_str("AICODEBOX_TELEGRAM_MODE_TOKEN", "", source).strip(),
-            telegram_api_url=telegram_api_url(source),
-        )
+        return cls(**values, history_dir=history_dir(source), telegram_api_url=telegram_api_url(source))
 
     def load(self) -> list[ResolvedJob]:
         """The job file's jobs; ConfigError also when a job notifies a chat but no token is set."""

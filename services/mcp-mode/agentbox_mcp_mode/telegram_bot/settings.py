@@ -27,10 +27,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentbox_common.settings import ConfigError, env_str
+from agentbox_common.settings import ConfigError, csv_or_empty, env_str, home_path, read_env, setting, stripped
 
 from ..adapters.sessions import _write_atomic
-from .client import telegram_api_url
+from .client import DEFAULT_API_URL, telegram_api_url
 
 #: Words that clear an override (``/model reset``).
 RESET_WORDS = frozenset({"__reset__", "default", "reset", "clear", "none"})
@@ -176,42 +176,42 @@ def _home_file(name: str) -> Path:
     return Path.home() / ".aicodebox" / name
 
 
+def _efforts(name: str, raw: str) -> tuple[str, ...] | None:
+    return csv_or_empty(name, raw) or None
+
+
 @dataclass(frozen=True)
 class TelegramSettings:
-    token: str
-    api_url: str
-    config_path: Path
-    overrides_path: Path
-    available_models: tuple[str, ...] = ()
-    available_efforts: tuple[str, ...] = DEFAULT_EFFORTS
-    #: ``AICODEBOX_CRON_MODE=1``: cron runs inside the bot process.
-    cron_mode: bool = False
+    token: str = setting(env="AICODEBOX_TELEGRAM_MODE_TOKEN", parse=stripped)
+    #: Read by :func:`~.client.telegram_api_url`, which checks it.
+    api_url: str = setting(DEFAULT_API_URL, env="AICODEBOX_TELEGRAM_MODE_API_URL", parse=None)
+    config_path: Path = setting(
+        default_factory=lambda: _home_file("telegram.yml"),
+        env="AICODEBOX_TELEGRAM_MODE_CONFIG",
+        parse=home_path,
+        shown="`~/.aicodebox/telegram.yml`",
+    )
+    overrides_path: Path = setting(
+        default_factory=lambda: _home_file("telegram_overrides.json"),
+        env="AICODEBOX_TELEGRAM_MODE_OVERRIDES",
+        parse=home_path,
+        shown="`~/.aicodebox/telegram_overrides.json`",
+    )
+    available_models: tuple[str, ...] = setting((), env="AICODEBOX_AVAILABLE_MODELS", parse=csv_or_empty)
+    available_efforts: tuple[str, ...] = setting(
+        DEFAULT_EFFORTS, env="AICODEBOX_AVAILABLE_EFFORTS", parse=_efforts, shown="`low,medium,high`"
+    )
+    #: Exactly ``1``: cron runs inside the bot process.
+    cron_mode: bool = setting(False, env="AICODEBOX_CRON_MODE", parse=lambda name, raw: raw == "1", shown="unset")
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> TelegramSettings:
         source = dict(os.environ if env is None else env)
-        token = env_str("AICODEBOX_TELEGRAM_MODE_TOKEN", "", source).strip()
-        if not token:
+        values = read_env(cls, source)
+        if not values.get("token"):
             raise TokenMissing("AICODEBOX_TELEGRAM_MODE_TOKEN not set")
-
-        def path(name: str, default: str) -> Path:
-            raw = env_str(name, "", source).strip()
-            return Path(raw).expanduser() if raw else _home_file(default)
-
-        def csv(name: str) -> tuple[str, ...]:
-            return tuple(p.strip() for p in env_str(name, "", source).split(",") if p.strip())
-
-        return cls(
-            token=token,
-            api_url=telegram_api_url(source),
-            config_path=path("AICODEBOX_TELEGRAM_MODE_CONFIG", "telegram.yml"),
-            overrides_path=path("AICODEBOX_TELEGRAM_MODE_OVERRIDES", "telegram_overrides.json"),
-            available_models=csv("AICODEBOX_AVAILABLE_MODELS"),
-            available_efforts=csv("AICODEBOX_AVAILABLE_EFFORTS") or DEFAULT_EFFORTS,
-            cron_mode=source.get("AICODEBOX_CRON_MODE") == "1",
-            env=source,
-        )
+        return cls(**values, api_url=telegram_api_url(source), env=source)
 
     def rules(self) -> ChatRules:
         return load_rules(self.config_path, self.env)
