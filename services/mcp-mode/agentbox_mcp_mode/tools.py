@@ -19,12 +19,13 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-import jsonschema
 from mcp import types
+
+from agentbox_common.mcp_tools import Handler, ToolRegistry, ToolSpec, text_result
+from agentbox_common.mcp_tools import ToolError as ToolFailed
 
 from .adapters.base import Adapter, AgentRequest, AgentRequestError
 from .locks import TooManyRuns, WorkspaceBusy, WorkspaceLocks
@@ -37,20 +38,13 @@ from .workspace_files import READ_LIMIT, FileProblem, WorkspaceFiles
 logger = logging.getLogger(__name__)
 
 
-class ToolFailed(Exception):
-    """The tool ran and failed; becomes an ``isError`` result (with optional structured content)."""
-
-    def __init__(self, message: str, structured: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.structured = structured
-
-
 def result(text: str, extra: dict[str, Any] | None = None, *, is_error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        structured_content={"result": text, **(extra or {})},
-        is_error=is_error,
-    )
+    return text_result(text, is_error=is_error, structured={"result": text, **(extra or {})})
+
+
+def error_result(text: str, extra: dict[str, Any] | None) -> types.CallToolResult:
+    """Every ``isError`` answer, the registry's own included, in the tools' shape."""
+    return result(text, extra, is_error=True)
 
 
 def _dumps(value: Any) -> str:
@@ -160,17 +154,16 @@ TOOL_DEFINITIONS: list[types.Tool] = [
 ]
 
 
-def _argument_error(validator: jsonschema.Draft202012Validator, arguments: dict[str, Any]) -> str | None:
-    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
-    if error is None:
-        return None
-    if error.validator == "required":
-        missing = [name for name in error.validator_value if name not in arguments]
-        return f"{missing[0]} is required" if missing else error.message
-    location = ".".join(str(part) for part in error.absolute_path)
-    if error.validator == "type":
-        return f"{location} must be of type {error.validator_value}"
-    return f"{location}: {error.message}" if location else error.message
+def _workspace_refusals(handler: Handler) -> Handler:
+    """The workspace's refusals (a path outside it, a missing file) as the tool's failure."""
+
+    async def call(args: dict[str, Any]) -> types.CallToolResult:
+        try:
+            return await handler(args)
+        except (WorkspaceError, FileProblem) as exc:
+            raise ToolFailed(str(exc)) from None
+
+    return call
 
 
 class McpTools:
@@ -182,33 +175,26 @@ class McpTools:
         self.adapter = adapter
         self.workspace = Workspace(settings.workspace)
         self.files = WorkspaceFiles(settings.workspace)
-        self._validators = {tool.name: jsonschema.Draft202012Validator(tool.input_schema) for tool in TOOL_DEFINITIONS}
-        self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]] = {
+        handlers: dict[str, Handler] = {
             "run_prompt": self.run_prompt,
             "list_files": self.list_files,
             "read_file": self.read_file,
             "write_file": self.write_file,
             "delete_file": self.delete_file,
         }
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._handlers
-
-    async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        # An explicit null means "not given" (older schemas declared optional arguments nullable).
-        args = {key: value for key, value in (arguments or {}).items() if value is not None}
-        problem = _argument_error(self._validators[name], args)
-        if problem:
-            return result(problem, is_error=True)
-        try:
-            return await self._handlers[name](args)
-        except ToolFailed as exc:
-            return result(str(exc), exc.structured, is_error=True)
-        except (WorkspaceError, FileProblem) as exc:
-            return result(str(exc), is_error=True)
-        except Exception as exc:  # a failing tool never takes the server down
-            logger.exception("tool %s failed", name)
-            return result(f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        self.registry = ToolRegistry(
+            (
+                ToolSpec(
+                    tool.name,
+                    tool.description or "",
+                    tool.input_schema,
+                    _workspace_refusals(handlers[tool.name]),
+                    tool.output_schema,
+                )
+                for tool in TOOL_DEFINITIONS
+            ),
+            error_result=error_result,
+        )
 
     # --- run_prompt -------------------------------------------------------------------------
 
