@@ -130,3 +130,19 @@ async def test_a_server_shapes_its_own_error_results() -> None:
         refused = await client.call_tool("echo", {"note": 5})
     assert failing.structured_content == {"result": "the run failed", "exit_code": 3}
     assert refused.structured_content == {"result": "note must be of type string"}
+
+
+async def test_every_finished_call_is_told_once_with_its_outcome() -> None:
+    told: list[tuple[str, bool | None]] = []
+
+    def on_call(tool: str, result: types.CallToolResult | None, seconds: float) -> None:
+        assert seconds >= 0
+        told.append((tool, None if result is None else result.is_error))
+
+    server = build_server("test", ToolRegistry(SPECS), version="1", instructions="tests", on_call=on_call)
+    async with Client(server) as client:
+        await client.call_tool("echo", {})
+        await client.call_tool("bug", {})
+        with pytest.raises(MCPError):
+            await client.call_tool("nope", {})
+    assert told == [("echo", False), ("bug", True), ("<unknown>", None)]

@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 from agentbox_common.mcp_progress import LogLevel, RunningCalls
 from agentbox_common.mcp_tools import ToolRegistry, build_server
+from agentbox_common.mcp_tools.counting import count_call
 
 from . import __version__, mcp_streaming
 from .mcp_edge import MCP_PATH, McpEdge
@@ -45,6 +46,7 @@ def build_mcp_server(
         running=running if running is not None else RunningCalls(),
         log_level=LogLevel(),
         more=UpstreamTools(upstreams, reserved=set(registry.names)) if upstreams is not None else None,
+        on_call=count_call,
     )
 
 

@@ -41,6 +41,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agentbox_common.asgi import BEARER_CHALLENGE, bearer_token, refuse
 from agentbox_common.mcp_progress import LogLevel
 from agentbox_common.mcp_tools import build_server
+from agentbox_common.mcp_tools.counting import count_call
 
 from .adapters.base import Adapter
 from .locks import WorkspaceLocks
@@ -83,6 +84,7 @@ def build_mcp_server(tools: McpTools) -> Server:
         instructions=INSTRUCTIONS,
         call_scope=agent_events,
         log_level=log_level,
+        on_call=count_call,
     )
 
 

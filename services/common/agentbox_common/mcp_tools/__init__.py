@@ -1,6 +1,6 @@
 """What the three MCP servers here (the gateway, the browser program, MCP mode) share: one tool
 registry (specs, argument checking, the one catch turning failures into ``isError`` results), the
-result shapes, and the builder of their low-level SDK server."""
+result shapes, and the builder of their low-level SDK server (``counting`` counts their calls)."""
 
 from .registry import Arguments, Handler, ToolRegistry, ToolSpec
 from .results import (
@@ -13,15 +13,15 @@ from .results import (
     plane_error_text,
     text_result,
 )
-from .server import UNKNOWN_TOOL, CallScope, MoreTools, build_server
+from .server import CallScope, MoreTools, OnCall, build_server
 
 __all__ = [
-    "UNKNOWN_TOOL",
     "Arguments",
     "CallScope",
     "ErrorResult",
     "Handler",
     "MoreTools",
+    "OnCall",
     "ToolError",
     "ToolRegistry",
     "ToolSpec",

@@ -1,7 +1,6 @@
 """The low-level SDK ``Server`` every MCP server here is built the same way: ``tools/list`` is the
 registry's tools (then those of a :class:`MoreTools`), ``tools/call`` goes to whichever owns the
-name, an unknown name is the JSON-RPC error ``-32602 unknown tool: <name>`` (as aiod answers), and
-every call is counted (``agentbox_common.observability``; a no-op where nothing records)."""
+name, and an unknown name is the JSON-RPC error ``-32602 unknown tool: <name>`` (as aiod answers)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from agentbox_common.mcp_progress import LogLevel, RunningCalls, cancelled_result
-from agentbox_common.observability import ToolOutcome, note_tool_call
 
 from .registry import ToolRegistry
 
@@ -25,6 +23,9 @@ UNKNOWN_TOOL = "<unknown>"
 Context = ServerRequestContext[Any, Any]
 #: What a registry call runs inside (the context variables a server's tools read), entered per call.
 CallScope = Callable[[Context], AbstractContextManager[object]]
+#: Told of every finished call: the tool (:data:`UNKNOWN_TOOL` for a name nobody publishes), its
+#: result (``None``: a JSON-RPC error) and its seconds (``counting.count_call`` keeps the metrics).
+OnCall = Callable[[str, types.CallToolResult | None, float], None]
 
 
 class MoreTools(Protocol):
@@ -52,6 +53,7 @@ def build_server(
     running: RunningCalls | None = None,
     log_level: LogLevel | None = None,
     more: MoreTools | None = None,
+    on_call: OnCall | None = None,
 ) -> Server:
     """``running``: calls ``notifications/cancelled`` may stop (answered :func:`cancelled_result`);
     ``log_level``: ``logging/setLevel`` is served (declaring the ``logging`` capability)."""
@@ -73,11 +75,11 @@ def build_server(
                 if scope.cancelled_caught:
                     result = cancelled_result()
         except MCPError:
-            label = params.name if known(params.name) else UNKNOWN_TOOL
-            note_tool_call(label, ToolOutcome.JSONRPC_ERROR, time.perf_counter() - started)
+            if on_call is not None:
+                on_call(params.name if known(params.name) else UNKNOWN_TOOL, None, time.perf_counter() - started)
             raise
-        outcome = ToolOutcome.IS_ERROR if result.is_error else ToolOutcome.OK
-        note_tool_call(params.name, outcome, time.perf_counter() - started)
+        if on_call is not None:
+            on_call(params.name, result, time.perf_counter() - started)
         return result
 
     def known(name: str) -> bool:
