@@ -3,6 +3,13 @@
 
 from __future__ import annotations
 
-from agentbox_common.mcp_tools import ToolError, compact_json, image_result, json_result, text_result
+from agentbox_common.mcp_tools import (
+    ToolError,
+    compact_json,
+    image_result,
+    json_result,
+    plane_error_text,
+    text_result,
+)
 
-__all__ = ["ToolError", "compact_json", "image_result", "json_result", "text_result"]
+__all__ = ["ToolError", "compact_json", "image_result", "json_result", "plane_error_text", "text_result"]
