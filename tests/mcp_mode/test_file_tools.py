@@ -98,6 +98,7 @@ async def test_errors_are_error_results(served: str, workspace: Path) -> None:
             ("read_file", {}, "path is required"),
             ("write_file", {"path": "a.txt"}, "content is required"),
             ("write_file", {"path": "a.txt", "content": 5}, "content must be of type string"),
+            ("list_files", {"colour": "red"}, "unexpected argument colour (accepted: path)"),  # as every server says
         ]
         for tool, args, message in cases:
             outcome = await client.call_tool(tool, args)

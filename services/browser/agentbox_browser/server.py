@@ -9,15 +9,14 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from mcp import types
-from mcp.server import Server, ServerRequestContext
-from mcp.shared.exceptions import MCPError
+from mcp.server import Server
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from agentbox_common.mcp_progress import RunningCalls, cancelled_result
+from agentbox_common.mcp_progress import RunningCalls
+from agentbox_common.mcp_tools import ToolRegistry, build_server
 
 from . import __version__
 from .chromium import ChromiumSupervisor
@@ -25,7 +24,7 @@ from .page.door import page_routes
 from .session import BrowserSession
 from .settings import BrowserSettings
 from .tools import browser_tools
-from .tools.base import ToolRegistry
+from .tools.base import bind
 
 INSTRUCTIONS = (
     "A Chromium browser shared by every client: browser_navigate opens a page in the current tab and lists "
@@ -36,32 +35,14 @@ INSTRUCTIONS = (
 
 
 def build_mcp_server(registry: ToolRegistry) -> Server:
-    running = RunningCalls()
-
-    async def list_tools(
-        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=registry.tools())
-
-    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
-        if params.name not in registry:
-            raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
-        with running.track(ctx.request_id) as scope:  # notifications/cancelled stops a long navigation
-            return await registry.call(params.name, params.arguments)
-        assert scope.cancelled_caught
-        return cancelled_result()
-
-    server = Server(
+    return build_server(
         "agentbox-browser",
+        registry,
         version=__version__,
         title="Web Browser",
         instructions=INSTRUCTIONS,
-        get_tool_input_schema=registry.input_schema,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        running=RunningCalls(),  # notifications/cancelled stops a long navigation
     )
-    running.install(server)
-    return server
 
 
 def build_app(settings: BrowserSettings) -> Starlette:
@@ -69,7 +50,7 @@ def build_app(settings: BrowserSettings) -> Starlette:
     session = BrowserSession(supervisor, settings)
     # A backstop only: navigations and scripts have their own AGENTBOX_NAV_TIMEOUT bound.
     deadline = 2 * settings.nav_timeout + 10
-    registry = ToolRegistry(browser_tools(), session, deadline=deadline)
+    registry = ToolRegistry(bind(browser_tools(), session, deadline))
     mcp_server = build_mcp_server(registry)
     # Bound to loopback, the SDK turns its DNS-rebinding protection (Host/Origin allowlists) on by itself.
     mcp_app = mcp_server.streamable_http_app(

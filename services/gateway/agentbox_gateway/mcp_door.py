@@ -6,28 +6,26 @@ failed are ``isError`` results, produced by the registry and the upstream router
 
 from __future__ import annotations
 
-import time
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.exceptions import MCPError
 from starlette.routing import Route
 
-from agentbox_common.mcp_progress import LogLevel, RunningCalls, cancelled_result
-from agentbox_common.observability import ToolOutcome, note_tool_call
+from agentbox_common.mcp_progress import LogLevel, RunningCalls
+from agentbox_common.mcp_tools import ToolRegistry, build_server
+from agentbox_common.mcp_tools.counting import count_call
 
 from . import __version__, mcp_streaming
 from .mcp_edge import MCP_PATH, McpEdge
 from .mcp_fast_path import BuiltinCalls, FastCalls, ToolCallFastPath
 from .mcp_streaming import current_output_sink, output_sink
-from .mcp_tools.registry import ToolRegistry, current_request
+from .mcp_tools.registry import current_request
 from .settings import MAX_MCP_BODY_BYTES
 from .upstreams import UpstreamCalls, UpstreamRouter
-
-#: The tool label of calls to names nobody publishes (kept out of the metrics' label values).
-UNKNOWN_TOOL = "<unknown>"
 
 INSTRUCTIONS = (
     "agentbox sandbox: a shell, Python and JavaScript interpreters, a file system and a Chromium "
@@ -39,72 +37,52 @@ def build_mcp_server(
     registry: ToolRegistry, upstreams: UpstreamRouter | None = None, running: RunningCalls | None = None
 ) -> Server:
     """``running``: the calls ``notifications/cancelled`` may name (share it with the routes' forwarder)."""
-    reserved = set(registry.names)
-    running = running if running is not None else RunningCalls()
-
-    async def list_tools(
-        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        tools = registry.tools()
-        if upstreams is not None:
-            tools.extend(await upstreams.list_tools(reserved))
-        return types.ListToolsResult(tools=tools)
-
-    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
-        started = time.perf_counter()
-        try:
-            with running.track(ctx.request_id) as scope:
-                result = await route_call(ctx, params)
-            if scope.cancelled_caught:
-                result = cancelled_result()
-        except MCPError:
-            note_tool_call(
-                params.name if known(params.name) else UNKNOWN_TOOL,
-                ToolOutcome.JSONRPC_ERROR,
-                time.perf_counter() - started,
-            )
-            raise
-        note_tool_call(
-            params.name, ToolOutcome.IS_ERROR if result.is_error else ToolOutcome.OK, time.perf_counter() - started
-        )
-        return result
-
-    def known(name: str) -> bool:
-        return name in registry or (upstreams is not None and upstreams.route(name) is not None)
-
-    async def route_call(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
-        name = params.name
-        if name in registry:
-            token = current_request.set(ctx.request)
-            sink = current_output_sink.set(output_sink(ctx))
-            try:
-                return await registry.call(name, params.arguments)
-            finally:
-                current_output_sink.reset(sink)
-                current_request.reset(token)
-        if upstreams is not None:
-            result = await upstreams.call_tool(name, params.arguments, mcp_streaming.progress_relay(ctx))
-            if result is not None:
-                return result
-        raise MCPError(types.INVALID_PARAMS, f"unknown tool: {name}")
-
-    def input_schema(name: str) -> dict[str, Any] | None:
-        """For the SDK's 2026-era ``Mcp-Param-*`` header check; without it the SDK lists every tool
-        (asking every upstream) before each call."""
-        if name in registry:
-            return registry.input_schema(name)
-        return upstreams.input_schema(name) if upstreams is not None else None
-
-    server = Server(
+    return build_server(
         "agentbox",
+        registry,
         version=__version__,
         instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        get_tool_input_schema=input_schema,
+        call_scope=_builtin_call,
+        running=running if running is not None else RunningCalls(),
+        log_level=LogLevel(),
+        more=UpstreamTools(upstreams, reserved=set(registry.names)) if upstreams is not None else None,
+        on_call=count_call,
     )
-    mcp_streaming.install(server, running, LogLevel())
-    return server
+
+
+@contextlib.contextmanager
+def _builtin_call(ctx: ServerRequestContext[Any, Any]) -> Iterator[None]:
+    """A built-in tool sees the HTTP request it came with and, when asked for, a progress sink."""
+    request = current_request.set(ctx.request)
+    sink = current_output_sink.set(output_sink(ctx))
+    try:
+        yield
+    finally:
+        current_output_sink.reset(sink)
+        current_request.reset(request)
+
+
+class UpstreamTools:
+    """The registered upstream MCP servers' tools, published after the built-ins (whose names they
+    may not take), with their progress relayed to the caller."""
+
+    def __init__(self, upstreams: UpstreamRouter, reserved: set[str]) -> None:
+        self.upstreams = upstreams
+        self.reserved = reserved
+
+    async def list_tools(self) -> list[types.Tool]:
+        return await self.upstreams.list_tools(self.reserved)
+
+    def owns(self, name: str) -> bool:
+        return self.upstreams.route(name) is not None
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        return self.upstreams.input_schema(name)
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | None:
+        return await self.upstreams.call_tool(params.name, params.arguments, mcp_streaming.progress_relay(ctx))
 
 
 def build_mcp_routes(

@@ -27,7 +27,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common.asgi import replay_body
-from agentbox_common.mcp_progress import LogLevel, RunningCalls, progress_reporter
+from agentbox_common.mcp_progress import progress_reporter
 
 from .planes.streaming import OutputSink
 
@@ -58,12 +58,6 @@ def progress_relay(ctx: ServerRequestContext[Any, Any]) -> Callable[[dict[str, A
             )
 
     return relay
-
-
-def install(server: Server, calls: RunningCalls, log_level: LogLevel) -> None:
-    """Register the cancellation and log-level handlers (the latter declares the ``logging`` capability)."""
-    calls.install(server)
-    log_level.install(server)
 
 
 class ProgressSplitter:

@@ -26,26 +26,27 @@ A request without an ``Accept`` header (Python's urllib, hand-written clients) i
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import importlib.metadata
-import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common.asgi import BEARER_CHALLENGE, bearer_token, refuse
 from agentbox_common.mcp_progress import LogLevel
-from agentbox_common.observability import ToolOutcome, note_tool_call
+from agentbox_common.mcp_tools import build_server
+from agentbox_common.mcp_tools.counting import count_call
 
 from .adapters.base import Adapter
 from .locks import WorkspaceLocks
 from .mcp_progress import AgentProgress, current_agent_events
-from .mcp_tools import TOOL_DEFINITIONS, McpTools
+from .mcp_tools import McpTools
 from .settings import McpModeSettings
 
 #: Largest request body accepted (write_file content travels in it).
@@ -67,35 +68,24 @@ def _version() -> str:
 def build_mcp_server(tools: McpTools) -> Server:
     log_level = LogLevel()
 
-    async def list_tools(
-        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(TOOL_DEFINITIONS))
-
-    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
-        started = time.perf_counter()
-        if params.name not in tools:
-            note_tool_call("<unknown>", ToolOutcome.JSONRPC_ERROR, time.perf_counter() - started)
-            raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
+    @contextlib.contextmanager
+    def agent_events(ctx: ServerRequestContext[Any, Any]) -> Iterator[None]:
+        """``run_prompt`` sends the agent's events to this call's client."""
         events = current_agent_events.set(AgentProgress(ctx, log_level))
         try:
-            result = await tools.call(params.name, params.arguments)
+            yield
         finally:
             current_agent_events.reset(events)
-        note_tool_call(
-            params.name, ToolOutcome.IS_ERROR if result.is_error else ToolOutcome.OK, time.perf_counter() - started
-        )
-        return result
 
-    server = Server(
+    return build_server(
         "aicodebox",
+        tools.registry,
         version=_version(),
         instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        call_scope=agent_events,
+        log_level=log_level,
+        on_call=count_call,
     )
-    log_level.install(server)
-    return server
 
 
 def presented_token(scope: Scope) -> list[str]:

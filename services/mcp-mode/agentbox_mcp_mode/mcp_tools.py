@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-import jsonschema
 from mcp import types
 
-from agentbox_common.errors import PlaneError
+from agentbox_common.mcp_tools import Handler, ToolError, ToolRegistry, ToolSpec, text_result
 
 from .adapters.base import Adapter
 from .locks import WorkspaceLocks
@@ -37,20 +35,13 @@ from .workspace_files import READ_LIMIT, WorkspaceFiles
 logger = logging.getLogger(__name__)
 
 
-class ToolFailed(Exception):
-    """The tool ran and failed; becomes an ``isError`` result (with optional structured content)."""
-
-    def __init__(self, message: str, structured: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.structured = structured
-
-
 def result(text: str, extra: dict[str, Any] | None = None, *, is_error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        structured_content={"result": text, **(extra or {})},
-        is_error=is_error,
-    )
+    return text_result(text, is_error=is_error, structured={"result": text, **(extra or {})})
+
+
+def error_result(text: str, extra: dict[str, Any] | None) -> types.CallToolResult:
+    """Every ``isError`` answer, the registry's own included, in the tools' shape."""
+    return result(text, extra, is_error=True)
 
 
 def _dumps(value: Any) -> str:
@@ -160,59 +151,39 @@ TOOL_DEFINITIONS: list[types.Tool] = [
 ]
 
 
-def _argument_error(validator: jsonschema.Draft202012Validator, arguments: dict[str, Any]) -> str | None:
-    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
-    if error is None:
-        return None
-    if error.validator == "required":
-        missing = [name for name in error.validator_value if name not in arguments]
-        return f"{missing[0]} is required" if missing else error.message
-    location = ".".join(str(part) for part in error.absolute_path)
-    if error.validator == "type":
-        return f"{location} must be of type {error.validator_value}"
-    return f"{location}: {error.message}" if location else error.message
-
-
 class McpTools:
     """The tools bound to one workspace root, lock registry and adapter."""
 
     def __init__(self, settings: McpModeSettings, locks: WorkspaceLocks, adapter: Adapter) -> None:
         self.runs = RunService(settings, adapter, locks)
         self.files = WorkspaceFiles(settings.workspace)
-        self._validators = {tool.name: jsonschema.Draft202012Validator(tool.input_schema) for tool in TOOL_DEFINITIONS}
-        self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[types.CallToolResult]]] = {
+        handlers: dict[str, Handler] = {
             "run_prompt": self.run_prompt,
             "list_files": self.list_files,
             "read_file": self.read_file,
             "write_file": self.write_file,
             "delete_file": self.delete_file,
         }
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._handlers
-
-    async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        # An explicit null means "not given" (older schemas declared optional arguments nullable).
-        args = {key: value for key, value in (arguments or {}).items() if value is not None}
-        problem = _argument_error(self._validators[name], args)
-        if problem:
-            return result(problem, is_error=True)
-        try:
-            return await self._handlers[name](args)
-        except ToolFailed as exc:
-            return result(str(exc), exc.structured, is_error=True)
-        except PlaneError as exc:  # a refused run or file operation: the message (and hint) as text
-            return result(exc.message if exc.hint is None else f"{exc.message}\n{exc.hint}", is_error=True)
-        except Exception as exc:  # a failing tool never takes the server down
-            logger.exception("tool %s failed", name)
-            return result(f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        self.registry = ToolRegistry(
+            (
+                ToolSpec(
+                    tool.name,
+                    tool.description or "",
+                    tool.input_schema,
+                    handlers[tool.name],
+                    tool.output_schema,
+                )
+                for tool in TOOL_DEFINITIONS
+            ),
+            error_result=error_result,
+        )
 
     # --- run_prompt -------------------------------------------------------------------------
 
     async def run_prompt(self, args: dict[str, Any]) -> types.CallToolResult:
         prompt: str = args["prompt"]
         if not prompt.strip():
-            raise ToolFailed("prompt must not be empty")
+            raise ToolError("prompt must not be empty")
         spec = RunSpec(
             prompt=prompt,
             workspace=args.get("workspace", ""),
@@ -233,7 +204,7 @@ class McpTools:
         }
         failure = outcome.failure
         if failure is not None:
-            raise ToolFailed(failure, details)
+            raise ToolError(failure, details)
         if spec.json_schema is None:
             return result(outcome.text, details)
         return result(_dumps(outcome.json), {**details, "json": outcome.json})

@@ -1,49 +1,26 @@
-"""What every browser tool shares: its spec (name, description, input schema, handler), the
-argument check, result shapes, and the one place where failures become ``isError`` results, so
-that no failing page operation can take the server or the browser down."""
+"""What every browser tool shares: its spec (:class:`BrowserTool`, a tool spec whose handler takes
+the browser session), the object schemas mcp-server-browser publishes, result shapes, and
+:func:`bind`, where page failures become :class:`ToolError` so that no failing page operation can
+take the server or the browser down (the shared registry turns them into ``isError`` results)."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 from mcp import types
 from playwright.async_api import Error as PlaywrightError
 
-from agentbox_common.tool_arguments import describe_invalid_arguments
+from agentbox_common.mcp_tools import Arguments, Handler, ToolError, ToolSpec, text_result
 
 from ..session import BrowserSession, BrowserUnavailable, first_line
 
-logger = logging.getLogger(__name__)
+__all__ = ["Arguments", "BrowserTool", "ToolError", "bind", "image_result", "schema", "text_result"]
 
-Arguments = dict[str, Any]
-Handler = Callable[[BrowserSession, Arguments], Awaitable[types.CallToolResult]]
-
-
-class ToolError(Exception):
-    """The tool ran and failed for a reason the caller can act on; becomes an ``isError`` result."""
-
-
-@dataclass(frozen=True)
-class BrowserTool:
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    handler: Handler
-    output_schema: dict[str, Any] | None = None
-
-    def to_tool(self) -> types.Tool:
-        return types.Tool(
-            name=self.name,
-            description=self.description,
-            input_schema=self.input_schema,
-            output_schema=self.output_schema,
-        )
+BrowserHandler = Callable[[BrowserSession, Arguments], Awaitable[types.CallToolResult]]
+BrowserTool = ToolSpec[BrowserHandler]
 
 
 def schema(properties: Mapping[str, Any] | None = None, required: Iterable[str] = ()) -> dict[str, Any]:
@@ -59,12 +36,6 @@ def schema(properties: Mapping[str, Any] | None = None, required: Iterable[str] 
     return result
 
 
-def text_result(text: str, *, is_error: bool = False, structured: dict[str, Any] | None = None) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], is_error=is_error, structured_content=structured
-    )
-
-
 def image_result(text: str, png: bytes) -> types.CallToolResult:
     return types.CallToolResult(
         content=[
@@ -74,44 +45,26 @@ def image_result(text: str, png: bytes) -> types.CallToolResult:
     )
 
 
-class ToolRegistry:
-    """The browser tools in their published order, with one error policy for all of them."""
+def bind(tools: Iterable[BrowserTool], session: BrowserSession, deadline: float) -> list[ToolSpec[Handler]]:
+    """The tools as the registry runs them: on ``session``, within ``deadline`` seconds."""
+    return [
+        ToolSpec(tool.name, tool.description, tool.input_schema, _guarded(tool, session, deadline), tool.output_schema)
+        for tool in tools
+    ]
 
-    def __init__(self, tools: Iterable[BrowserTool], session: BrowserSession, deadline: float) -> None:
-        self._tools = {tool.name: tool for tool in tools}
-        self._validators = {name: jsonschema.Draft7Validator(tool.input_schema) for name, tool in self._tools.items()}
-        self._listed = [tool.to_tool() for tool in self._tools.values()]
-        self._session = session
-        self._deadline = deadline
 
-    def __contains__(self, name: object) -> bool:
-        return name in self._tools
-
-    def tools(self) -> list[types.Tool]:
-        return list(self._listed)
-
-    def input_schema(self, name: str) -> dict[str, Any] | None:
-        tool = self._tools.get(name)
-        return tool.input_schema if tool else None
-
-    async def call(self, name: str, arguments: Arguments | None) -> types.CallToolResult:
-        tool = self._tools[name]
-        # Many clients send null for an optional argument they do not use: that is "not given".
-        args = {key: value for key, value in (arguments or {}).items() if value is not None}
-        errors = sorted(self._validators[name].iter_errors(args), key=lambda e: e.validator != "required")
-        if errors:
-            return text_result(describe_invalid_arguments(errors[0]), is_error=True)
+def _guarded(tool: BrowserTool, session: BrowserSession, deadline: float) -> Handler:
+    async def handler(args: Arguments) -> types.CallToolResult:
         try:
-            async with asyncio.timeout(self._deadline):
-                return await tool.handler(self._session, args)
-        except (ToolError, BrowserUnavailable) as exc:
-            return text_result(str(exc), is_error=True)
+            async with asyncio.timeout(deadline):
+                return await tool.handler(session, args)
+        except BrowserUnavailable as exc:
+            raise ToolError(str(exc)) from None
         except PlaywrightError as exc:
-            if not self._session.connected:
-                return text_result(f"browser unavailable: {first_line(exc)}", is_error=True)
-            return text_result(f"{name} failed: {first_line(exc)}", is_error=True)
+            if not session.connected:
+                raise ToolError(f"browser unavailable: {first_line(exc)}") from None
+            raise ToolError(f"{tool.name} failed: {first_line(exc)}") from None
         except TimeoutError:
-            return text_result(f"{name} did not finish within {self._deadline:g} s", is_error=True)
-        except Exception as exc:  # a failing tool never takes the server down
-            logger.exception("tool %s failed", name)
-            return text_result(f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
+            raise ToolError(f"{tool.name} did not finish within {deadline:g} s") from None
+
+    return handler

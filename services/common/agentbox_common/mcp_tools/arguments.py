@@ -1,0 +1,79 @@
+"""A tool call's arguments checked against its input schema, once, before the tool runs, with one
+way to say what is wrong (``cmd is required``) so an agent reads the same sentence from every MCP
+server here.
+
+Schemas say "optional" by leaving a field out of ``required``, never with a ``null`` type, which
+strict clients (OpenAI's, Gemini's) refuse. Models still often send every field, unused ones as
+null: a null is taken as an omitted field, also in the nested objects a schema describes (but not
+in a free-form object such as ``run_prompt``'s ``json_schema``, whose nulls are data)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import jsonschema.validators
+
+from .results import ToolError
+
+#: The properties of a schema that are described objects themselves, each with its own such fields.
+Fields = dict[str, "Fields"]
+
+
+class ArgumentCheck:
+    """One tool's compiled check (the validator of the schema's ``$schema`` draft, 2020-12 when it
+    names none): call it with the arguments as sent to get them without their nulls, or a
+    :class:`ToolError` naming the first problem (a missing argument before any other)."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        self._validator = validator(schema)
+        self._fields = described_objects(schema)
+
+    def __call__(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        args = without_nulls(arguments or {}, self._fields)
+        errors = sorted(self._validator.iter_errors(args), key=lambda e: (e.validator != "required", e.path))
+        if errors:
+            raise ToolError(describe_invalid_arguments(errors[0]))
+        return args
+
+
+def described_objects(schema: dict[str, Any]) -> Fields:
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return {}
+    return {
+        name: described_objects(sub)
+        for name, sub in properties.items()
+        if isinstance(sub, dict) and isinstance(sub.get("properties"), dict)
+    }
+
+
+def without_nulls(arguments: dict[str, Any], fields: Fields) -> dict[str, Any]:
+    """``arguments`` without the fields whose value is null, in ``fields``' nested objects too."""
+    return {
+        key: without_nulls(value, fields[key]) if key in fields and isinstance(value, dict) else value
+        for key, value in arguments.items()
+        if value is not None
+    }
+
+
+def describe_invalid_arguments(error: jsonschema.ValidationError) -> str:
+    """A short sentence naming the argument and what it must be."""
+    expected: Any = error.validator_value  # the schema keyword's value: names for required, values for enum
+    given: Any = error.instance or {}
+    location = ".".join(str(part) for part in error.absolute_path)
+    where = location or "arguments"
+    if error.validator == "required":
+        missing = [name for name in expected if name not in given]
+        return f"{missing[0]} is required" if missing else error.message
+    if error.validator == "additionalProperties":
+        schema: Any = error.schema
+        known = sorted(schema.get("properties", {}))
+        extra = sorted(set(given) - set(known))
+        return f"unexpected argument {', '.join(extra)} (accepted: {', '.join(known) or 'none'})"
+    if error.validator == "type":
+        return f"{where} must be of type {expected}"
+    if error.validator == "enum":
+        return f"{where} must be one of {', '.join(repr(v) for v in expected)}"
+    return f"{location}: {error.message}" if location else error.message

@@ -1,0 +1,89 @@
+"""A server's tools: each a name, a description, an input JSON Schema and an async handler. The
+registry checks a call's arguments (:mod:`.arguments`) and is the one place a tool's failure
+becomes its ``isError`` result, so that no failing tool can take its server down:
+
+* :class:`ToolError`: its own result (the message, its structured content or JSON payload);
+* :class:`~agentbox_common.errors.PlaneError`: its message, and its hint on a second line;
+* anything else: logged, and ``<tool> failed: <type>: <message>``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from mcp import types
+
+from agentbox_common.errors import PlaneError
+
+from .arguments import ArgumentCheck
+from .results import ErrorResult, ToolError, error_result, plane_error_text
+
+logger = logging.getLogger(__name__)
+
+Arguments = dict[str, Any]
+#: What runs a tool: the checked arguments in, the result out.
+Handler = Callable[[Arguments], Awaitable[types.CallToolResult]]
+H = TypeVar("H")
+
+
+@dataclass(frozen=True)
+class ToolSpec(Generic[H]):
+    """A published tool. The registry takes specs with a :data:`Handler`; a server whose tools need
+    more (the browser program's session) declares them with its own handler type and binds them."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: H
+    output_schema: dict[str, Any] | None = None
+
+    def to_tool(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            description=self.description,
+            input_schema=self.input_schema,
+            output_schema=self.output_schema,
+        )
+
+
+class ToolRegistry:
+    """Tools in their published order. ``error_result`` shapes every ``isError`` answer (MCP mode
+    adds its structured ``result`` copy of the text)."""
+
+    def __init__(self, specs: Iterable[ToolSpec[Handler]], *, error_result: ErrorResult = error_result) -> None:
+        self._specs: dict[str, ToolSpec[Handler]] = {}
+        for spec in specs:
+            if spec.name in self._specs:
+                raise ValueError(f"duplicate tool {spec.name}")
+            self._specs[spec.name] = spec
+        self._tools = [spec.to_tool() for spec in self._specs.values()]
+        self._checks = {name: ArgumentCheck(spec.input_schema) for name, spec in self._specs.items()}
+        self._error_result = error_result
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._specs)
+
+    def tools(self) -> list[types.Tool]:
+        return list(self._tools)
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        spec = self._specs.get(name)
+        return spec.input_schema if spec is not None else None
+
+    async def call(self, name: str, arguments: Arguments | None) -> types.CallToolResult:
+        handler = self._specs[name].handler
+        try:
+            return await handler(self._checks[name](arguments))
+        except ToolError as exc:
+            return exc.to_result(self._error_result)
+        except PlaneError as exc:
+            return self._error_result(plane_error_text(exc), None)
+        except Exception as exc:  # a failing tool never takes the server down
+            logger.exception("tool %s failed", name)
+            return self._error_result(f"{name} failed: {type(exc).__name__}: {exc}", None)

@@ -1,0 +1,122 @@
+"""The low-level SDK ``Server`` every MCP server here is built the same way: ``tools/list`` is the
+registry's tools (then those of a :class:`MoreTools`), ``tools/call`` goes to whichever owns the
+name, and an unknown name is the JSON-RPC error ``-32602 unknown tool: <name>`` (as aiod answers)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from agentbox_common.mcp_progress import LogLevel, RunningCalls, cancelled_result
+
+from .registry import ToolRegistry
+
+#: The tool label of calls to names nobody publishes (kept out of the metrics' label values).
+UNKNOWN_TOOL = "<unknown>"
+
+Context = ServerRequestContext[Any, Any]
+#: What a registry call runs inside (the context variables a server's tools read), entered per call.
+CallScope = Callable[[Context], AbstractContextManager[object]]
+#: Told of every finished call: the tool (:data:`UNKNOWN_TOOL` for a name nobody publishes), its
+#: result (``None``: a JSON-RPC error) and its seconds (``counting.count_call`` keeps the metrics).
+OnCall = Callable[[str, types.CallToolResult | None, float], None]
+
+
+class MoreTools(Protocol):
+    """Tools published after the registry's and called by name (the gateway's upstream servers)."""
+
+    async def list_tools(self) -> list[types.Tool]: ...
+
+    def owns(self, name: str) -> bool: ...
+
+    def input_schema(self, name: str) -> Mapping[str, Any] | None: ...
+
+    async def call_tool(self, ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult | None:
+        """The result, or ``None`` when the name is not (or no longer) one of these tools."""
+        ...
+
+
+def build_server(
+    name: str,
+    registry: ToolRegistry,
+    *,
+    version: str,
+    instructions: str,
+    title: str | None = None,
+    call_scope: CallScope | None = None,
+    running: RunningCalls | None = None,
+    log_level: LogLevel | None = None,
+    more: MoreTools | None = None,
+    on_call: OnCall | None = None,
+) -> Server:
+    """``running``: calls ``notifications/cancelled`` may stop (answered :func:`cancelled_result`);
+    ``log_level``: ``logging/setLevel`` is served (declaring the ``logging`` capability)."""
+
+    async def list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        tools = registry.tools()
+        if more is not None:
+            tools.extend(await more.list_tools())
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        started = time.perf_counter()
+        try:
+            if running is None:
+                result = await route_call(ctx, params)
+            else:
+                with running.track(ctx.request_id) as scope:
+                    result = await route_call(ctx, params)
+                if scope.cancelled_caught:
+                    result = cancelled_result()
+        except MCPError:
+            if on_call is not None:
+                on_call(params.name if known(params.name) else UNKNOWN_TOOL, None, time.perf_counter() - started)
+            raise
+        if on_call is not None:
+            on_call(params.name, result, time.perf_counter() - started)
+        return result
+
+    def known(name: str) -> bool:
+        return name in registry or (more is not None and more.owns(name))
+
+    async def route_call(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        name = params.name
+        if name in registry:
+            if call_scope is None:
+                return await registry.call(name, params.arguments)
+            with call_scope(ctx):
+                return await registry.call(name, params.arguments)
+        if more is not None:
+            result = await more.call_tool(ctx, params)
+            if result is not None:
+                return result
+        raise MCPError(types.INVALID_PARAMS, f"unknown tool: {name}")
+
+    def input_schema(name: str) -> Mapping[str, Any] | None:
+        """For the SDK's 2026-era ``Mcp-Param-*`` header check; without it the SDK lists every tool
+        (asking every upstream) before each call."""
+        schema = registry.input_schema(name)
+        if schema is None and more is not None:
+            return more.input_schema(name)
+        return schema
+
+    server = Server(
+        name,
+        version=version,
+        title=title,
+        instructions=instructions,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=input_schema,
+    )
+    if running is not None:
+        running.install(server)
+    if log_level is not None:
+        log_level.install(server)
+    return server
