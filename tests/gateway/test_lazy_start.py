@@ -1,11 +1,14 @@
 """A gateway that only serves MCP stays lean: building it loads neither FastAPI (the REST door is
-built by its first request) nor aiohttp (loaded by the first upstream call or preview), and the
-REST door still answers its first request."""
+built by its first request) nor aiohttp (loaded by the first upstream call or preview), it starts
+no interpreter before a code call needs one, and the REST door still answers its first request."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import httpx
 
@@ -33,3 +36,35 @@ def test_the_rest_door_answers_its_first_request(gateway_settings: GatewaySettin
         first = httpx.get(f"{base}/v1/sandbox", timeout=30)
         assert first.status_code == 200 and first.json()["success"] is True
         assert httpx.get(f"{base}/v1/openapi.json").json()["info"]["title"] == "agentbox sandbox API"
+
+
+def interpreter_workers() -> list[str]:
+    """The code plane's interpreters among this process's children (the test server runs in it),
+    by language: their command lines carry the driver's end-marker text."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"agentbox-end" in b"".join(argv):
+            found.append(Path(argv[0].decode()).name)
+    return found
+
+
+def mcp_call(base: str, name: str, arguments: dict[str, str]) -> str:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    result = httpx.post(f"{base}/mcp", json=body, headers=headers, timeout=30).json()["result"]
+    assert not result["isError"], result
+    return str(result["content"][0]["text"])
+
+
+def test_interpreters_start_on_the_first_code_call(gateway_settings: GatewaySettings) -> None:
+    with serve_app(build_app(gateway_settings)) as base:
+        assert '"output":"hi\\n"' in mcp_call(base, "sandbox_execute_bash", {"cmd": "echo hi"})
+        time.sleep(0.5)  # the gateway's warm-up used to spawn them at once, in the background
+        assert interpreter_workers() == []
+        assert mcp_call(base, "sandbox_execute_code", {"language": "python", "code": "print(1)"}) == "1\n"
+        assert [name.startswith("python") for name in interpreter_workers()] == [True]

@@ -67,7 +67,6 @@ def build_app(settings: GatewaySettings) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with mcp_server.session_manager.run():
-            await planes.code.start()  # warm interpreters in the background: no call pays their start-up
             await planes.proxy.start()  # before Chromium asks for its PAC file
             try:
                 yield
