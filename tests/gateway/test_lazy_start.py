@@ -1,21 +1,27 @@
 """A gateway that only serves MCP stays lean: building it loads neither FastAPI (the REST door is
 built by its first request) nor aiohttp (loaded by the first upstream call or preview), it starts
-no interpreter before a code call needs one, and the REST door still answers its first request."""
+no interpreter before a code call needs one, and the REST door still answers its first request,
+built once, in a thread, while ``/mcp`` goes on answering."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 
+from agentbox_gateway import rest
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.servers import serve_app
 
+HEADERS = {"Accept": "application/json, text/event-stream"}
 PROBE = """
 import sys
 from agentbox_gateway.app import build_app
@@ -55,8 +61,7 @@ def interpreter_workers() -> list[str]:
 
 def mcp_call(base: str, name: str, arguments: dict[str, str]) -> str:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-    headers = {"Accept": "application/json, text/event-stream"}
-    result = httpx.post(f"{base}/mcp", json=body, headers=headers, timeout=30).json()["result"]
+    result = httpx.post(f"{base}/mcp", json=body, headers=HEADERS, timeout=30).json()["result"]
     assert not result["isError"], result
     return str(result["content"][0]["text"])
 
@@ -68,3 +73,33 @@ def test_interpreters_start_on_the_first_code_call(gateway_settings: GatewaySett
         assert interpreter_workers() == []
         assert mcp_call(base, "sandbox_execute_code", {"language": "python", "code": "print(1)"}) == "1\n"
         assert [name.startswith("python") for name in interpreter_workers()] == [True]
+
+
+def test_mcp_answers_while_the_rest_door_is_being_built(
+    gateway_settings: GatewaySettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real REST door, its build held half-way until MCP has answered: a build on the event loop
+    would hold ``/mcp`` too (the call below would time out)."""
+    building, release = threading.Event(), threading.Event()
+    builds = []
+    real_build = rest.build_rest_app
+
+    def held_build(*args: object) -> object:
+        builds.append(1)
+        building.set()
+        release.wait(60)
+        return real_build(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rest, "build_rest_app", held_build)
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    with serve_app(build_app(gateway_settings)) as base, ThreadPoolExecutor(2) as pool:
+        try:
+            firsts = [pool.submit(httpx.get, f"{base}/v1/sandbox", timeout=60) for _ in range(2)]
+            assert building.wait(30)
+            listed = httpx.post(f"{base}/mcp", json=listing, headers=HEADERS, timeout=5)
+            assert listed.status_code == 200 and listed.json()["result"]["tools"]
+            assert not release.is_set() and not any(first.done() for first in firsts)
+        finally:
+            release.set()
+        assert [first.result().status_code for first in firsts] == [200, 200]
+    assert len(builds) == 1  # the second first request waited for the first one's build
