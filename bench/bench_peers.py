@@ -37,7 +37,7 @@ from mcp.client.stdio import StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._harness import gateway, print_latencies
-from bench.bench_browser import SITE
+from bench.bench_browser import SITE, program_env
 from tests.support.requirements import chromium_path
 from tests.support.servers import console_script, free_port, run_command, serve_app
 
@@ -126,13 +126,8 @@ async def file_reads(
 def browser_program(chromium: str) -> Iterator[str]:
     """The browser program on free ports; yields its ``/mcp`` URL."""
     port, cdp_port = free_port(), free_port()
-    env = {
-        "AGENTBOX_BROWSER_PORT": str(port),
-        "AGENTBOX_CDP_PORT": str(cdp_port),
-        "AGENTBOX_CHROMIUM": chromium,
-        "LOG_LEVEL": "WARNING",
-    }
     ready = f"http://127.0.0.1:{port}/health"
+    env = program_env(chromium, port, cdp_port)
     with run_command([console_script("agentbox-browser")], env=env, ready_url=ready, timeout=60):
         deadline = time.monotonic() + 60
         while httpx.get(ready).json()["chromium"] != "running":  # Chromium starts in the background
