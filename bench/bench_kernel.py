@@ -102,20 +102,24 @@ def kernel_call(client: Any) -> Callable[[], None]:
     return call
 
 
+def calls(client: httpx.Client, url: str, kernel: Any) -> dict[str, Callable[[], None]]:
+    return {
+        "MCP sandbox_execute_code print(1), stateless": mcp_call(client, url),
+        "REST /v1/code/execute print(1), stateless": rest_call(client, url),
+        "REST /v1/code/execute print(1), session": rest_call(client, url, "bench"),  # made by its first call
+        "jupyter_client execute print(1) -> ipykernel (baseline)": kernel_call(kernel),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=300, help="timed calls per contender")
     args = parser.parse_args()
 
-    with gateway() as url, httpx.Client(timeout=60) as client, kernel_client() as kernel:
-        first = timed(rest_call(client, url))  # starts the fork server
-        calls = {
-            "MCP sandbox_execute_code print(1), stateless": mcp_call(client, url),
-            "REST /v1/code/execute print(1), stateless": rest_call(client, url),
-            "REST /v1/code/execute print(1), session": rest_call(client, url, "bench"),  # made by its first call
-            "jupyter_client execute print(1) -> ipykernel (baseline)": kernel_call(kernel),
-        }
-        samples = interleaved(calls, args.calls, warmup=10)
+    with gateway() as url, httpx.Client(timeout=60) as client:
+        first = timed(mcp_call(client, url))  # starts the fork server, before the kernel runs
+        with kernel_client() as kernel:
+            samples = interleaved(calls(client, url, kernel), args.calls, warmup=10)
 
     print(f"print(1) warm beside a Jupyter kernel, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs")
     print_latencies(samples, "contender", max(map(len, samples)), counts=True)
