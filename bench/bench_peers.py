@@ -136,7 +136,10 @@ def browser_program(chromium: str) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
 
 
-async def screenshots(program: str, page: str, modules: Path, chromium: str, shots: int) -> dict[str, list[float]]:
+async def screenshots(
+    program: str, page: str, modules: Path, chromium: str, shots: int, output: str
+) -> dict[str, list[float]]:
+    """``output``: where @playwright/mcp saves each screenshot as a file too (its default behaviour)."""
     peer = StdioServerParameters(
         command=node(),
         args=[
@@ -148,6 +151,8 @@ async def screenshots(program: str, page: str, modules: Path, chromium: str, sho
             chromium,
             "--viewport-size",
             "1280x720",
+            "--output-dir",
+            output,
         ],
     )
     async with Client(program) as ours, Client(peer) as theirs:
@@ -195,8 +200,8 @@ def main() -> None:
     if chromium is None:
         print("\nno Chromium: the screenshot comparison is skipped")
         return
-    with serve_app(SITE) as site, browser_program(chromium) as program:
-        shots = anyio.run(screenshots, program, f"{site}/page/shot", modules, chromium, options.shots)
+    with serve_app(SITE) as site, browser_program(chromium) as program, tempfile.TemporaryDirectory() as output:
+        shots = anyio.run(screenshots, program, f"{site}/page/shot", modules, chromium, options.shots, output)
     print()
     print_latencies(shots, "screenshot 1280x720, same page", max(map(len, shots)), counts=True)
     print()
