@@ -102,6 +102,16 @@ def memory_rows(program_pid: int) -> list[tuple[str, int, int, int]]:
     return rows
 
 
+def program_env(chromium: str, port: int, cdp_port: int) -> dict[str, str]:
+    """The browser program's settings for a benchmark: its own ports, the given Chromium, quiet logs."""
+    return {
+        "AGENTBOX_BROWSER_PORT": str(port),
+        "AGENTBOX_CDP_PORT": str(cdp_port),
+        "AGENTBOX_CHROMIUM": chromium,
+        "LOG_LEVEL": "WARNING",
+    }
+
+
 def timed(action: Callable[[], None]) -> float:
     started = time.perf_counter()
     action()
@@ -118,12 +128,7 @@ def main() -> None:
         sys.exit("bench_browser: Chromium is not installed")
 
     port, cdp_port = free_port(), free_port()
-    env = {
-        "AGENTBOX_BROWSER_PORT": str(port),
-        "AGENTBOX_CDP_PORT": str(cdp_port),
-        "AGENTBOX_CHROMIUM": chromium,
-        "LOG_LEVEL": "WARNING",
-    }
+    env = program_env(chromium, port, cdp_port)
     mcp_url = f"http://127.0.0.1:{port}/mcp"
     with (
         serve_app(SITE) as site,

@@ -4,9 +4,11 @@ For each round, both servers are started in turn as fresh processes on free loop
 via ``agentbox_common.serving.serve`` for both), and timed from the spawn to the first ``tools/list``
 answered over ``/mcp``; their RSS is read a second after that. Rounds alternate between the two so
 both see the same machine load. Targets (issue 18): ``aiod start`` at most 1.25x the MCPServer's
-time to its first ``tools/list``, and at most 1.25x its idle RSS. The REST door is built on its
-first request, so the gateway's first REST call (``GET /v1/sandbox``, after the RSS is read) pays
-for it: that call's time is printed too.
+time to its first ``tools/list``, and at most 1.25x its idle RSS. Beside the server process's RSS,
+the PSS of its whole process tree (the gateway's interpreters are child processes). The REST door is
+built on its first request, and each language's interpreter is started by its first code call, so
+the gateway's first REST call (``GET /v1/sandbox``, after the memory is read) and its first
+``sandbox_execute_code`` in Python and in JavaScript pay for them: those calls' times are printed too.
 
     .venv/bin/python bench/bench_startup.py [--rounds 5]
 """
@@ -63,9 +65,47 @@ def rss_mib(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
-def start_once(args: list[str], first_rest: str | None = None) -> tuple[float, float, float]:
-    """Seconds from spawn to the first ``tools/list`` answer, the RSS (MiB) a second later, and the
-    seconds ``GET first_rest`` then takes (0 when not asked)."""
+def tree_pss_mib(pid: int) -> float:
+    """Proportional set size of ``pid`` and all its descendants (shared pages counted once)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
+            continue
+    tree, grown = {pid}, True
+    while grown:
+        more = {child for child, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grown = bool(more)
+    total = 0
+    for member in tree:
+        try:
+            rollup = Path(f"/proc/{member}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        total += next(int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:"))
+    return total / 1024
+
+
+def first_code_call(port: int, language: str, code: str) -> float:
+    """Seconds a first ``sandbox_execute_code`` takes (it starts the language's interpreter)."""
+    body = {"name": "sandbox_execute_code", "arguments": {"language": language, "code": code}}
+    started = time.perf_counter()
+    answer = httpx.post(
+        f"http://127.0.0.1:{port}/mcp",
+        json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": body},
+        headers=HEADERS,
+        timeout=60,
+    ).json()["result"]
+    assert answer["content"][0]["text"] == "1\n", answer
+    return time.perf_counter() - started
+
+
+def start_once(args: list[str], first_calls: bool = False) -> tuple[float, float, float, float, float, float]:
+    """Seconds from spawn to the first ``tools/list`` answer, the RSS and the tree's PSS (MiB) a
+    second later, and (``first_calls``) the seconds the first REST call and the first Python and
+    JavaScript code calls then take (0 when not asked)."""
     port = free_port()
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -85,13 +125,15 @@ def start_once(args: list[str], first_rest: str | None = None) -> tuple[float, f
                 time.sleep(0.005)
         elapsed = time.perf_counter() - started
         time.sleep(1.0)
-        rss = rss_mib(process.pid)
-        rest = 0.0
-        if first_rest is not None:
+        rss, pss = rss_mib(process.pid), tree_pss_mib(process.pid)
+        rest = python = javascript = 0.0
+        if first_calls:
             rest_started = time.perf_counter()
-            assert httpx.get(f"http://127.0.0.1:{port}{first_rest}", timeout=30).status_code == 200
+            assert httpx.get(f"http://127.0.0.1:{port}/v1/sandbox", timeout=30).status_code == 200
             rest = time.perf_counter() - rest_started
-        return elapsed, rss, rest
+            python = first_code_call(port, "python", "print(1)")
+            javascript = first_code_call(port, "javascript", "console.log(1)")
+        return elapsed, rss, pss, rest, python, javascript
     finally:
         stop_group(process)
 
@@ -109,22 +151,22 @@ def main() -> None:
         "aiod start": [os.path.join(BIN, "aiod"), "start"],
         "one-tool SDK MCPServer (baseline)": [sys.executable, os.path.abspath(__file__), "--mcpserver"],
     }
-    first_rest = {"aiod start": "/v1/sandbox"}
-    results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in contenders}
+    results: dict[str, list[tuple[float, ...]]] = {name: [] for name in contenders}
     for _ in range(args.rounds):
         for name, command in contenders.items():
-            results[name].append(start_once(command, first_rest.get(name)))
-    print(f"start-up, {args.rounds} rounds alternating, {os.cpu_count()} CPUs\n")
-    print(f"{'contender':<40} {'first tools/list s (median)':>28} {'idle RSS MiB (median)':>22}")
+            results[name].append(start_once(command, first_calls=name == "aiod start"))
+    print(f"start-up, {args.rounds} rounds alternating, {os.cpu_count()} CPUs, medians\n")
+    print(f"{'contender':<40} {'first tools/list s':>19} {'idle RSS MiB':>13} {'tree PSS MiB':>13}")
     medians = {}
     for name, samples in results.items():
-        medians[name] = (statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples))
-        print(f"{name:<40} {medians[name][0]:>28.3f} {medians[name][1]:>22.1f}")
-    (aiod_time, aiod_rss), (floor_time, floor_rss) = medians.values()
-    for what, ratio in (("first tools/list", aiod_time / floor_time), ("idle RSS", aiod_rss / floor_rss)):
+        medians[name] = [statistics.median(sample[i] for sample in samples) for i in range(6)]
+        print(f"{name:<40} {medians[name][0]:>19.3f} {medians[name][1]:>13.1f} {medians[name][2]:>13.1f}")
+    aiod, floor = medians.values()
+    for what, ratio in (("first tools/list", aiod[0] / floor[0]), ("idle RSS", aiod[1] / floor[1])):
         print(f"target {what} <= 1.25x: {'met' if ratio <= 1.25 else 'MISSED'} ({ratio:.2f}x)")
-    rest = statistics.median(sample[2] for sample in results["aiod start"])
-    print(f"aiod's first REST call (GET /v1/sandbox, builds the REST door): {rest:.3f} s (median)")
+    print(f"aiod's first REST call (GET /v1/sandbox, builds the REST door): {aiod[3]:.3f} s")
+    print(f"aiod's first sandbox_execute_code, python (starts its fork server): {aiod[4]:.3f} s")
+    print(f"aiod's first sandbox_execute_code, javascript (starts a node): {aiod[5]:.3f} s")
 
 
 if __name__ == "__main__":

@@ -1,18 +1,27 @@
 """A gateway that only serves MCP stays lean: building it loads neither FastAPI (the REST door is
-built by its first request) nor aiohttp (loaded by the first upstream call or preview), and the
-REST door still answers its first request."""
+built by its first request) nor aiohttp (loaded by the first upstream call or preview), it starts
+no interpreter before a code call needs one, and the REST door still answers its first request,
+built once, in a thread, while ``/mcp`` goes on answering."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
+import pytest
 
+from agentbox_gateway import rest
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.servers import serve_app
 
+HEADERS = {"Accept": "application/json, text/event-stream"}
 PROBE = """
 import sys
 from agentbox_gateway.app import build_app
@@ -33,3 +42,64 @@ def test_the_rest_door_answers_its_first_request(gateway_settings: GatewaySettin
         first = httpx.get(f"{base}/v1/sandbox", timeout=30)
         assert first.status_code == 200 and first.json()["success"] is True
         assert httpx.get(f"{base}/v1/openapi.json").json()["info"]["title"] == "agentbox sandbox API"
+
+
+def interpreter_workers() -> list[str]:
+    """The code plane's interpreters among this process's children (the test server runs in it),
+    by language: their command lines carry the driver's end-marker text."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"agentbox-end" in b"".join(argv):
+            found.append(Path(argv[0].decode()).name)
+    return found
+
+
+def mcp_call(base: str, name: str, arguments: dict[str, str]) -> str:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    result = httpx.post(f"{base}/mcp", json=body, headers=HEADERS, timeout=30).json()["result"]
+    assert not result["isError"], result
+    return str(result["content"][0]["text"])
+
+
+def test_interpreters_start_on_the_first_code_call(gateway_settings: GatewaySettings) -> None:
+    with serve_app(build_app(gateway_settings)) as base:
+        assert '"output":"hi\\n"' in mcp_call(base, "sandbox_execute_bash", {"cmd": "echo hi"})
+        time.sleep(0.5)  # the gateway's warm-up used to spawn them at once, in the background
+        assert interpreter_workers() == []
+        assert mcp_call(base, "sandbox_execute_code", {"language": "python", "code": "print(1)"}) == "1\n"
+        assert [name.startswith("python") for name in interpreter_workers()] == [True]
+
+
+def test_mcp_answers_while_the_rest_door_is_being_built(
+    gateway_settings: GatewaySettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real REST door, its build held half-way until MCP has answered: a build on the event loop
+    would hold ``/mcp`` too (the call below would time out)."""
+    building, release = threading.Event(), threading.Event()
+    builds = []
+    real_build = rest.build_rest_app
+
+    def held_build(*args: object) -> object:
+        builds.append(1)
+        building.set()
+        release.wait(60)
+        return real_build(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rest, "build_rest_app", held_build)
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    with serve_app(build_app(gateway_settings)) as base, ThreadPoolExecutor(2) as pool:
+        try:
+            firsts = [pool.submit(httpx.get, f"{base}/v1/sandbox", timeout=60) for _ in range(2)]
+            assert building.wait(30)
+            listed = httpx.post(f"{base}/mcp", json=listing, headers=HEADERS, timeout=5)
+            assert listed.status_code == 200 and listed.json()["result"]["tools"]
+            assert not release.is_set() and not any(first.done() for first in firsts)
+        finally:
+            release.set()
+        assert [first.result().status_code for first in firsts] == [200, 200]
+    assert len(builds) == 1  # the second first request waited for the first one's build

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 
+import anyio
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -29,16 +31,18 @@ from .upstreams import UpstreamRouter
 class LazyApp:
     """An ASGI app built on its first request: the REST door (FastAPI and some 120 routes, about
     0.5 s of start-up and a few MiB) is paid for by the first REST call, not by a gateway that only
-    serves MCP."""
+    serves MCP. It is built in a worker thread, so the event loop goes on serving ``/mcp`` meanwhile;
+    concurrent first requests wait for that one build."""
 
     def __init__(self, build: Callable[[], ASGIApp]) -> None:
         self._build = build
         self._app: ASGIApp | None = None
+        self._building = anyio.Lock()
 
-    @property
-    def app(self) -> ASGIApp:
-        if self._app is None:
-            self._app = self._build()
+    async def _built(self) -> ASGIApp:
+        async with self._building:
+            if self._app is None:
+                self._app = await anyio.to_thread.run_sync(self._build)
         return self._app
 
     @property
@@ -47,7 +51,8 @@ class LazyApp:
         return list(getattr(self._app, "routes", [])) if self._app is not None else []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)
+        app = self._app if self._app is not None else await self._built()
+        await app(scope, receive, send)
 
 
 async def health(request: Request) -> JSONResponse:
@@ -67,7 +72,6 @@ def build_app(settings: GatewaySettings) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with mcp_server.session_manager.run():
-            await planes.code.start()  # warm interpreters in the background: no call pays their start-up
             await planes.proxy.start()  # before Chromium asks for its PAC file
             try:
                 yield

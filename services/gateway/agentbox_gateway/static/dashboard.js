@@ -110,11 +110,17 @@ function humanSize(size) {
   return `${unit ? value.toFixed(1) : value} ${units[unit]}`;
 }
 
+// The folder asked for last is the one shown: an earlier listing answered later (the first one, say,
+// while the gateway builds its REST door) must not replace it.
+let listings = 0;
+
 async function listFolder(path) {
+  const listing = ++listings;
   fileMessage.textContent = "";
   fileView.hidden = true;
   try {
     const data = await postJson("v1/file/list", { path, include_size: true, sort_by: "name" });
+    if (listing !== listings) return;
     pathInput.value = data.path;
     const rows = data.files.map((entry) => {
       const open = element("button", { type: "button", className: "link", textContent: entry.name + (entry.is_directory ? "/" : "") });
@@ -134,7 +140,7 @@ async function listFolder(path) {
     document.querySelector("#file-list tbody").replaceChildren(...rows);
     if (data.truncated) fileMessage.textContent = "Only the first entries are shown.";
   } catch (error) {
-    fileMessage.textContent = `Cannot list ${path}: ${error.message}`;
+    if (listing === listings) fileMessage.textContent = `Cannot list ${path}: ${error.message}`;
   }
 }
 

@@ -210,11 +210,11 @@ class CodePlane:
         }
         self._sessions: dict[str, _Session] = {}
         self._npm_version: str | None = None
-        self._started = False
 
     async def start(self) -> None:
-        """Warm a worker per language in the background, so even the first call is fast."""
-        self._started = True
+        """Warm a worker per language in the background, so even the first call is fast. The
+        gateway does not: each language's first call starts its worker (a gateway that serves no
+        code keeps no interpreter), and the pools keep one warm after that."""
         for pool in self._pools.values():
             pool.warm()
 
@@ -274,8 +274,6 @@ class CodePlane:
         if session_id is not None or stateful:
             session = await self._session_for(name, session_id, directory)
             return await self._run_in_session(session, code, seconds, directory)
-        if not self._started:
-            await self.start()
         relay = OutputRelay(on_output) if on_output is not None else None
         async with self._pools[name].worker() as worker, relay.running() if relay else contextlib.nullcontext():
             data = (stdin or "").encode() if name == "javascript" else None

@@ -3,7 +3,8 @@ leftovers.
 
 Python: reusable fork servers (each call is a fresh fork, the server itself stays clean); one is kept
 warm and more are started when calls overlap. JavaScript: single-use ``node`` processes, started ahead
-of need and replaced in the background after each call."""
+of need and replaced in the background after each call. A pool starts nothing until its first call
+(or ``warm``): that call pays its worker's start-up."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ the gateway knows it has every byte the cell printed, subprocesses' output inclu
 
 MODE ``fork`` (stateless calls): a fork server. Each request runs in a freshly forked child in its own
 session, so no state survives a call and a timeout kills only that child; the server itself never runs
-user code, which keeps every child pristine and costs a fork instead of an interpreter start-up. The
+user code, which keeps every child pristine and costs a fork instead of an interpreter start-up (and
+not even that on the call's path: the next call's child is forked, waiting, before it comes). The
 child writes to pipes of its own, relayed by the server until the call ends.
 MODE ``inline`` (sessions): requests run in this process, in one persistent ``__main__`` namespace.
 """
@@ -33,6 +34,7 @@ class Channel:
     def __init__(self, in_fd, out_fd):
         os.set_inheritable(in_fd, False)
         os.set_inheritable(out_fd, False)
+        self.in_fd = in_fd
         self.requests = os.fdopen(in_fd, "rb")
         self.out_fd = out_fd
 
@@ -185,40 +187,67 @@ def wait_for_threads():
 
 
 def serve_forked(channel, token):
+    """Each request is read by a child forked before it came (the first one once the first request
+    is there, so after the gateway has set this process's limits): the call pays neither the fork
+    nor the child's set-up, and goes from the gateway to the child without waking the server. The
+    server relays the child's output, sends the reply, and reaps the child after that."""
+    import select
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for line in channel.requests:
-        request = json.loads(line)
-        pipes = [os.pipe() for _ in range(3)]  # the child's stdout, stderr and answer
-        pid = os.fork()
-        if pid == 0:
-            run_child(request, channel, pipes)
-        for _, write_fd in pipes:
-            os.close(write_fd)
-        channel.send({"event": "started", "id": request["id"], "pid": pid})
-        data = relay(pipes[0][0], pipes[1][0], pipes[2][0])
-        _, status = os.waitpid(pid, 0)
-        code = os.waitstatus_to_exitcode(status)
-        reply = json.loads(data) if data.strip() else exited(code)
-        write_markers(token, request["id"])
-        channel.send(dict(reply, event="reply", id=request["id"], exit_code=reply.get("exit_code", code)))
+    select.select([channel.in_fd], [], [])
+    while True:
+        pid, pipes = fork_child(channel)
+        started, data = relay(*pipes)
+        if started is None:  # it ended before taking a request
+            if reap(pid) >= 0:
+                return  # 0: the gateway closed the request pipe; else a broken set-up, not retried
+            continue  # killed while it waited: the request, if any, is still in the pipe
+        request_id = json.loads(started)["id"]
+        code = None if data.strip() else reap(pid)
+        reply = json.loads(data) if code is None else exited(code)
+        write_markers(token, request_id)
+        channel.send(dict(reply, event="reply", id=request_id))
+        if code is None:
+            reap(pid)
+
+
+def fork_child(channel):
+    """A child in its own session that will take the next request; returns its pid and the
+    server's ends of its stdout, stderr and answer pipes."""
+    pipes = [os.pipe() for _ in range(3)]
+    pid = os.fork()
+    if pid == 0:
+        run_child(channel, pipes)
+    for _, write_fd in pipes:
+        os.close(write_fd)
+    return pid, [read_fd for read_fd, _ in pipes]
+
+
+def reap(pid):
+    """Wait for the child to end; its exit status as ``python3 -c`` reports it."""
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
 
 
 def relay(out_fd, err_fd, answer_fd):
     """Copy the child's output to our stdout/stderr until it has answered (or died), then what is
     left, and close the pipes. The child writes to pipes of its own, not ours, so a background
-    process it leaves behind cannot write into a later call's output (it gets EPIPE instead)."""
+    process it leaves behind cannot write into a later call's output (it gets EPIPE instead).
+    Returns the child's two answer lines: the request it took (None if none) and its reply."""
     import select
 
     targets = {out_fd: 1, err_fd: 2}
     answer = b""
-    answered = False
-    while not answered:
+    lines = 0
+    answering = True
+    while answering and lines < 2:
         ready, _, _ = select.select([answer_fd, *targets], [], [])
         for fd in ready:
             chunk = os.read(fd, 65536)
             if fd == answer_fd:
                 answer += chunk
-                answered = not chunk or answer.endswith(b"\n")
+                lines += chunk.count(b"\n")
+                answering = bool(chunk)
             elif chunk:
                 write_all(targets[fd], chunk)
             else:
@@ -236,22 +265,36 @@ def relay(out_fd, err_fd, answer_fd):
         except BlockingIOError:
             pass
         os.close(fd)
-    return answer
+    started, newline, reply = answer.partition(b"\n")
+    return (started if newline else None), reply
 
 
-def run_child(request, channel, pipes):
-    """In the forked child: run the cell, send the answer to the server, exit. Never returns."""
+def run_child(channel, pipes):
+    """In the forked child: set up, take one request from the gateway, tell it and the server, run
+    the cell, answer the server, exit. Never returns; exits with 0 when the gateway has closed the
+    request pipe."""
     code = 1
     try:
         os.setsid()
         (out_read, out_write), (err_read, err_write), (answer_read, answer_write) = pipes
         os.dup2(out_write, 1)
         os.dup2(err_write, 2)
-        for fd in (out_read, out_write, err_read, err_write, answer_read, channel.out_fd):
+        for fd in (out_read, out_write, err_read, err_write, answer_read):
             os.close(fd)
+        namespace = fresh_main()
+        warm_up()
+        line = read_line(channel.in_fd)
         channel.requests.close()
+        if not line:
+            code = 0
+            return
+        request = json.loads(line)
+        started = {"event": "started", "id": request["id"], "pid": os.getpid()}
+        write_all(answer_write, (json.dumps(started) + "\n").encode())
+        channel.send(started)
+        os.close(channel.out_fd)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        reply = execute(request, fresh_main(), 1, Cell())
+        reply = execute(request, namespace, 1, Cell())
         wait_for_threads()
         flush_user_streams()
         code = reply["exit_code"]
@@ -259,6 +302,27 @@ def run_child(request, channel, pipes):
     finally:
         flush_user_streams()
         os._exit(code & 0xFF)
+
+
+def warm_up():
+    """Take the copy-on-write page faults of parsing, compiling, running and answering now, while
+    the child waits, not on the call's path; nothing of it stays in the child's namespace."""
+    tree = ast.parse("x = 1\nx", filename="<warm-up>", mode="exec")
+    tree.body.pop()
+    eval(compile(tree, "<warm-up>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), {})
+    json.loads(json.dumps({"status": "ok", "exit_code": 0, "result": None, "error": None}))
+
+
+def read_line(fd):
+    """One request line from the gateway's pipe, read unbuffered so nothing after it is taken (the
+    gateway sends the next request only after this one's reply); empty when the pipe is closed."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return b""
+        data += chunk
+    return data
 
 
 def exited(code):
