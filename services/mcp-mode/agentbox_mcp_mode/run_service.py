@@ -33,7 +33,7 @@ from typing import Any
 
 import anyio
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Invalid
 
 from .adapters.base import Adapter, AgentRequest, AgentRequestError, EventSink
 from .locks import WorkspaceLocks
@@ -44,10 +44,8 @@ from .workspace import Workspace
 logger = logging.getLogger(__name__)
 
 
-class RunRefused(PlaneError):
+class RunRefused(Invalid):
     """The request cannot run (a bad model, schema or level); nothing was created or started."""
-
-    kind = ErrorKind.INVALID
 
 
 @dataclass(frozen=True)

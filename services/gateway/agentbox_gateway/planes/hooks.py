@@ -13,7 +13,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Invalid, NotFound
 from agentbox_common.processes import sandbox_environment, terminate_process_group
 
 logger = logging.getLogger(__name__)
@@ -25,14 +25,11 @@ MAX_HOOKS = 64
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
-class HookError(PlaneError):
+class HookError(Invalid):
     """A hook that cannot be registered (bad name, event, timeout; too many)."""
 
-    kind = ErrorKind.INVALID
 
-
-class HookNotFound(HookError):
-    kind = ErrorKind.NOT_FOUND
+class HookNotFound(NotFound, HookError): ...
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Invalid
 
 if TYPE_CHECKING:
     from ..settings import McpModeSettings
@@ -38,10 +38,8 @@ MISSING_BINARY_EXIT_CODE = 127
 EventType = Literal["delta", "session", "usage", "stop"]
 
 
-class AgentRequestError(PlaneError):
+class AgentRequestError(Invalid):
     """The request cannot be run by this adapter; nothing was started."""
-
-    kind = ErrorKind.INVALID
 
 
 @dataclass(frozen=True)
