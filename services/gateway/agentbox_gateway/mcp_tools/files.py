@@ -24,9 +24,12 @@ from ..planes.files import (
     FileWritten,
     FoundFiles,
     GlobEntry,
+    GlobQuery,
     GlobResult,
     GrepMatch,
+    GrepQuery,
     GrepResult,
+    ListQuery,
 )
 from .registry import ToolSpec
 from .results import ToolError, json_result
@@ -214,11 +217,6 @@ def _flag(args: dict[str, Any], name: str, default: bool) -> bool:
     return default if value is None else bool(value)
 
 
-def _number(args: dict[str, Any], name: str, default: int) -> int:
-    value = args.get(name)
-    return default if value is None else int(value)
-
-
 Action = Callable[[FilePlane, str, dict[str, Any]], Awaitable[FileResult]]
 
 _DISPATCH: dict[str, Action] = {
@@ -231,34 +229,9 @@ _DISPATCH: dict[str, Action] = {
     "replace": lambda files, path, a: files.replace(path, a.get("content"), a.get("target")),
     "search": lambda files, path, a: files.search(path, a.get("content")),
     "find": lambda files, path, a: files.find(path, a.get("pattern")),
-    "list": lambda files, path, a: files.list(
-        path,
-        recursive=_flag(a, "recursive", False),
-        show_hidden=_flag(a, "show_hidden", False),
-        file_types=a.get("file_types"),
-    ),
-    "grep": lambda files, path, a: files.grep(
-        path,
-        a.get("pattern"),
-        include=a.get("include"),
-        exclude=a.get("exclude"),
-        case_insensitive=_flag(a, "case_insensitive", False),
-        fixed_strings=_flag(a, "fixed_strings", False),
-        context_before=_number(a, "context_before", 0),
-        context_after=_number(a, "context_after", 0),
-        max_results=a.get("max_results"),
-        recursive=_flag(a, "recursive", True),
-    ),
-    "glob": lambda files, path, a: files.glob(
-        path,
-        a.get("pattern"),
-        include=a.get("include"),
-        exclude=a.get("exclude"),
-        include_hidden=_flag(a, "show_hidden", False),
-        files_only=_flag(a, "files_only", True),
-        include_metadata=_flag(a, "include_metadata", True),
-        max_results=a.get("max_results"),
-    ),
+    "list": lambda files, path, a: files.list(path, ListQuery.of(a)),
+    "grep": lambda files, path, a: files.grep(path, GrepQuery.of(a)),
+    "glob": lambda files, path, a: files.glob(path, GlobQuery.of(a, include_hidden="show_hidden")),
 }
 
 
