@@ -12,25 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
-from ..planes.files import (
-    ENCODINGS,
-    DirectoryListing,
-    FileOperationError,
-    FilePlane,
-    FileRead,
-    FileReplaced,
-    FileResult,
-    FileSearch,
-    FileWritten,
-    FoundFiles,
-    GlobEntry,
-    GlobQuery,
-    GlobResult,
-    GrepMatch,
-    GrepQuery,
-    GrepResult,
-    ListQuery,
-)
+from ..planes.files import ENCODINGS, FileOperationError, FilePlane, FileResult, GlobQuery, GrepQuery, ListQuery
+from ..planes.files import results as records
 from .registry import ToolSpec
 from .results import ToolError, json_result
 
@@ -104,27 +87,27 @@ INPUT_SCHEMA: dict[str, Any] = {
 def action_fields(result: FileResult) -> dict[str, Any]:
     """An action's result as aiod's object has it, without ``action`` and ``success``."""
     match result:
-        case FileRead():
+        case records.FileRead():
             return {"path": result.path, "content": result.content}
-        case FileWritten():
+        case records.FileWritten():
             return {"path": result.path, "bytes_written": result.bytes_written}
-        case FileReplaced():
+        case records.FileReplaced():
             return {"path": result.path, "replaced_count": result.replaced_count}
-        case FileSearch():
+        case records.FileSearch():
             return {
                 "path": result.path,
                 "matches": list(result.matches),
                 "line_numbers": list(result.line_numbers),
                 "match_count": result.match_count,
             }
-        case FoundFiles():
+        case records.FoundFiles():
             return {
                 "path": result.path,
                 "files": list(result.files),
                 "file_count": result.file_count,
                 "truncated": result.truncated,
             }
-        case DirectoryListing():
+        case records.DirectoryListing():
             return {
                 "path": result.path,
                 "files": [
@@ -144,7 +127,7 @@ def action_fields(result: FileResult) -> dict[str, Any]:
                 "file_count": result.file_count,
                 "truncated": result.truncated,
             }
-        case GrepResult():
+        case records.GrepResult():
             return {
                 "path": result.path,
                 "pattern": result.pattern,
@@ -154,7 +137,7 @@ def action_fields(result: FileResult) -> dict[str, Any]:
                 "files_matched": result.files_matched,
                 "truncated": result.truncated,
             }
-        case GlobResult():
+        case records.GlobResult():
             return {
                 "path": result.path,
                 "pattern": result.pattern,
@@ -164,7 +147,7 @@ def action_fields(result: FileResult) -> dict[str, Any]:
             }
 
 
-def _grep_match(match: GrepMatch) -> dict[str, Any]:
+def _grep_match(match: records.GrepMatch) -> dict[str, Any]:
     item: dict[str, Any] = {"file": match.file, "line_number": match.line_number, "line_content": match.line_content}
     if match.context_before is not None:
         item["context_before"] = list(match.context_before)
@@ -173,7 +156,7 @@ def _grep_match(match: GrepMatch) -> dict[str, Any]:
     return item
 
 
-def _glob_entry(entry: GlobEntry) -> dict[str, Any]:
+def _glob_entry(entry: records.GlobEntry) -> dict[str, Any]:
     item: dict[str, Any] = {"path": entry.path, "name": entry.name}
     if entry.metadata is not None:
         item["is_directory"] = entry.metadata.is_directory

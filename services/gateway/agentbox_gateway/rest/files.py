@@ -259,16 +259,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.post("/str_replace_editor")
     async def str_replace_editor(body: EditorRequest) -> dict[str, Any]:
         """Anthropic's text-editor commands: view, create, str_replace, insert, undo_edit."""
-        result = await editor.run(
-            body.command,
-            body.path,
-            file_text=body.file_text,
-            old_str=body.old_str,
-            new_str=body.new_str,
-            insert_line=body.insert_line,
-            view_range=body.view_range,
-            replace_mode=body.replace_mode,
-        )
+        result = await editor.run(**body.model_dump())  # the body's fields are the plane's parameters
         data = editor_object(result)
         return ok(data) if result.success else failed(result.error or "editor command failed", data)
 
