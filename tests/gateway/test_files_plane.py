@@ -20,7 +20,17 @@ import pytest
 
 from agentbox_common.errors import ErrorKind, PlaneError
 from agentbox_gateway.mcp_tools.files import action_object, error_fields, failure_object
-from agentbox_gateway.planes.files import READ_LIMIT, FileOperationError, FilePlane, FileRead, FileWritten, SavedUpload
+from agentbox_gateway.planes.files import (
+    READ_LIMIT,
+    FileOperationError,
+    FilePlane,
+    FileRead,
+    FileWritten,
+    GlobQuery,
+    GrepQuery,
+    ListQuery,
+    SavedUpload,
+)
 from agentbox_gateway.planes.files.tree import GREP_MAX_MATCHES, glob_to_regex
 from agentbox_gateway.rest.files import upload_data
 from agentbox_gateway.settings import GatewaySettings
@@ -140,7 +150,7 @@ async def test_fifo_is_refused_not_waited_on(files: WrittenOut, tmp_path: Path) 
         error = await failure_of(files.read(str(fifo)))
     assert error.error_type == "invalid_target"
     with anyio.fail_after(5):
-        assert (await files.grep(str(tmp_path), "x"))["files_searched"] == 0
+        assert (await files.grep(str(tmp_path), GrepQuery("x")))["files_searched"] == 0
 
 
 async def test_writes_refuse_fifos_and_devices_without_waiting(files: WrittenOut, tmp_path: Path) -> None:
@@ -297,11 +307,11 @@ async def test_list(files: WrittenOut, tmp_path: Path) -> None:
     readme = next(f for f in top["files"] if f["name"] == "README.md")
     assert readme["size"] == 8 and readme["extension"] == ".md" and readme["is_directory"] is False
     assert "T" in readme["modified_time"]
-    hidden = await files.list(str(tmp_path), show_hidden=True)
+    hidden = await files.list(str(tmp_path), ListQuery(show_hidden=True))
     assert ".hidden" in [f["name"] for f in hidden["files"]]
-    python = await files.list(str(tmp_path), recursive=True, file_types=[".py"])
+    python = await files.list(str(tmp_path), ListQuery(recursive=True, file_types=[".py"]))
     assert sorted(f["name"] for f in python["files"] if not f["is_directory"]) == ["main.py", "util.py"]
-    by_type = await files.list(str(tmp_path), sort_by="type", include_permissions=True)
+    by_type = await files.list(str(tmp_path), ListQuery(sort_by="type", include_permissions=True))
     assert [f["is_directory"] for f in by_type["files"]] == [True, True, False, False]
     assert by_type["files"][0]["permissions"] == format(stat.S_IMODE(os.stat(tmp_path / "node_modules").st_mode), "03o")
     assert (await failure_of(files.list(str(tmp_path / "nope")))).error_type == "not_found"
@@ -309,7 +319,7 @@ async def test_list(files: WrittenOut, tmp_path: Path) -> None:
 
 async def test_grep(files: WrittenOut, tmp_path: Path) -> None:
     _tree(tmp_path)
-    result = await files.grep(str(tmp_path), "hello")
+    result = await files.grep(str(tmp_path), GrepQuery("hello"))
     hits = sorted((Path(m["file"]).relative_to(tmp_path).as_posix(), m["line_number"]) for m in result["matches"])
     # hidden files and binary files are skipped, as ripgrep does
     assert hits == [
@@ -321,14 +331,14 @@ async def test_grep(files: WrittenOut, tmp_path: Path) -> None:
     assert result["files_matched"] == 3 and result["truncated"] is False
     assert result["files_searched"] == 5  # README, main.py, util.py, notes.md, index.js; not image.bin
     insensitive = await files.grep(
-        str(tmp_path), "hello", case_insensitive=True, exclude=["node_modules"], include=["*.py"]
+        str(tmp_path), GrepQuery("hello", case_insensitive=True, exclude=["node_modules"], include=["*.py"])
     )
     assert [(Path(m["file"]).name, m["line_content"]) for m in insensitive["matches"]] == [
         ("main.py", "print('Hello')"),
         ("util.py", "def hello():"),
         ("util.py", "    return 'hello'"),
     ]
-    context = await files.grep(str(tmp_path / "src" / "main.py"), "Hello", context_before=1, context_after=5)
+    context = await files.grep(str(tmp_path / "src" / "main.py"), GrepQuery("Hello", context_before=1, context_after=5))
     assert context["matches"] == [
         {
             "file": str(tmp_path / "src/main.py"),
@@ -338,7 +348,7 @@ async def test_grep(files: WrittenOut, tmp_path: Path) -> None:
             "context_after": ["# TODO fix"],
         }
     ]
-    literal = await files.grep(str(tmp_path), "print('Hello')", fixed_strings=True)
+    literal = await files.grep(str(tmp_path), GrepQuery("print('Hello')", fixed_strings=True))
     assert literal["match_count"] == 1
 
 
@@ -346,15 +356,15 @@ async def test_grep_limits(files: WrittenOut, tmp_path: Path) -> None:
     (tmp_path / "many.txt").write_text("match\n" * (GREP_MAX_MATCHES + 10))
     big = tmp_path / "big.txt"
     big.write_text("match\n" + "x" * (1024 * 1024))
-    result = await files.grep(str(tmp_path), "match", max_results=10_000)
+    result = await files.grep(str(tmp_path), GrepQuery("match", max_results=10_000))
     assert result["match_count"] == GREP_MAX_MATCHES and result["truncated"] is True
     assert {m["file"] for m in result["matches"]} == {str(tmp_path / "many.txt")}  # big.txt (>1 MiB) skipped
-    assert (await files.grep(str(tmp_path), "match", max_results=3))["match_count"] == 3
+    assert (await files.grep(str(tmp_path), GrepQuery("match", max_results=3)))["match_count"] == 3
 
 
 async def test_glob(files: WrittenOut, tmp_path: Path) -> None:
     _tree(tmp_path)
-    result = await files.glob(str(tmp_path), "**/*.py")
+    result = await files.glob(str(tmp_path), GlobQuery("**/*.py"))
     assert [f["path"] for f in result["files"]] == [
         str(tmp_path / "src/main.py"),
         str(tmp_path / "src/pkg/util.py"),
@@ -362,13 +372,13 @@ async def test_glob(files: WrittenOut, tmp_path: Path) -> None:
     first = result["files"][0]
     assert first["name"] == "main.py" and first["is_directory"] is False and first["size"] > 0
     assert result["total_count"] == 2 and result["truncated"] is False
-    top = await files.glob(str(tmp_path), "*.md", include_metadata=False)
+    top = await files.glob(str(tmp_path), GlobQuery("*.md", include_metadata=False))
     assert top["files"] == [{"path": str(tmp_path / "README.md"), "name": "README.md"}]
-    hidden = await files.glob(str(tmp_path), "**/*.py", include_hidden=True, exclude=["src"])
+    hidden = await files.glob(str(tmp_path), GlobQuery("**/*.py", include_hidden=True, exclude=["src"]))
     assert [f["name"] for f in hidden["files"]] == ["secret.py"]
-    dirs = await files.glob(str(tmp_path), "*", files_only=False)
+    dirs = await files.glob(str(tmp_path), GlobQuery("*", files_only=False))
     assert {f["name"] for f in dirs["files"] if f["is_directory"]} == {"node_modules", "src"}
-    capped = await files.glob(str(tmp_path), "**", max_results=2)
+    capped = await files.glob(str(tmp_path), GlobQuery("**", max_results=2))
     assert capped["total_count"] == 2 and capped["truncated"] is True
 
 
@@ -423,3 +433,11 @@ async def test_results_are_frozen_records_and_errors_are_plane_errors_of_a_kind(
         error = await failure_of(call)
         assert isinstance(error, PlaneError) and error.kind is kind, (kind, error)
     assert (await failure_of(plane.read(str(tmp_path)))).kind is ErrorKind.INVALID  # a directory
+
+
+def test_query_of_a_request() -> None:
+    """A door's request names the options; what it leaves out or sets to null keeps the default."""
+    fields = {"path": "/x", "pattern": "a", "type": "py", "max_results": None, "show_hidden": True}
+    assert GrepQuery.of(fields, file_type="type") == GrepQuery("a", file_type="py")
+    assert GlobQuery.of(fields, include_hidden="show_hidden") == GlobQuery("a", include_hidden=True)
+    assert ListQuery.of({"sort_by": None, "recursive": True}) == ListQuery(recursive=True, sort_by="name")

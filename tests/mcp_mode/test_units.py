@@ -13,6 +13,7 @@ from agentbox_mcp_mode.adapters import load_adapter
 from agentbox_mcp_mode.adapters.base import Adapter, AgentEvent, AgentRequest
 from agentbox_mcp_mode.adapters.claude import ClaudeParser
 from agentbox_mcp_mode.locks import WorkspaceBusy, WorkspaceLocks
+from agentbox_mcp_mode.run_service import RunSpec
 from agentbox_mcp_mode.schemas import parse_json_response
 from agentbox_mcp_mode.workspace import Workspace, WorkspaceError
 from agentbox_mcp_mode.workspace_files import FileProblem, WorkspaceFiles
@@ -149,3 +150,21 @@ def test_claude_structured_output_is_the_answer() -> None:
     )
     assert [e.type for e in events] == ["session", "usage"]
     assert parser.final_text == '{"a": 1}' and parser.error == ""
+
+
+def test_a_run_specs_agent_options_reach_the_request() -> None:
+    """The options a run's spec and an adapter's request share are declared once and passed whole."""
+    shared = {
+        "model": "m",
+        "system_prompt": "s",
+        "append_system_prompt": "a",
+        "resume": "r",
+        "thinking": "high",
+        "json_schema": {"type": "object"},
+    }
+    spec = RunSpec(prompt="p", workspace=None, no_continue=True, **shared)
+    assert spec.options() == shared
+    assert AgentRequest(prompt="p", cwd=Path("/"), **spec.options()) == AgentRequest(
+        prompt="p", cwd=Path("/"), **shared
+    )
+    assert (RunSpec(prompt="p").no_continue, AgentRequest(prompt="p", cwd=Path("/")).no_continue) == (False, True)

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 
 from agentbox_common.http import plain_http_only
-from agentbox_common.processes import pid_exists, sandbox_environment, terminate_process_group
+from agentbox_common.processes import pid_exists, sandbox_environment, spawn_sandboxed, terminate_process_group
 
 from .settings import BrowserSettings
 
@@ -187,14 +187,8 @@ class ChromiumSupervisor:
             environment["LANGUAGE"] = self.locale.replace("-", "_")
         self._stderr_tail.clear()
         try:
-            self._process = await asyncio.create_subprocess_exec(
-                *command,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-                env=environment,
+            self._process = await spawn_sandboxed(
+                *command, stdout=asyncio.subprocess.DEVNULL, env=environment, preexec_fn=_die_with_parent
             )
         except OSError as exc:
             await self._reap()

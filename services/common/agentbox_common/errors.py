@@ -3,13 +3,13 @@
 MCP: an ``isError`` result in the tool registry). A plane names what went wrong; it never picks a
 status code or builds a wire shape.
 
-A plane declares its errors by kind::
+A plane declares its errors by kind, deriving from the kind's class (:class:`Invalid`,
+:class:`NotFound` ...); where a plane error of one kind is also its plane's error, the kind comes
+first among the bases, so it is the one found::
 
-    class ShellError(PlaneError):
-        kind = ErrorKind.INVALID
+    class ShellError(Invalid): ...
 
-    class SessionNotFound(ShellError):
-        kind = ErrorKind.NOT_FOUND
+    class SessionNotFound(NotFound, ShellError): ...
 """
 
 from __future__ import annotations
@@ -17,7 +17,17 @@ from __future__ import annotations
 import enum
 from typing import ClassVar
 
-__all__ = ["ErrorKind", "PlaneError"]
+__all__ = [
+    "Conflict",
+    "ErrorKind",
+    "Invalid",
+    "LimitReached",
+    "NotFound",
+    "PlaneError",
+    "TimedOut",
+    "TooLarge",
+    "Unavailable",
+]
 
 
 class ErrorKind(enum.Enum):
@@ -52,3 +62,30 @@ class PlaneError(Exception):
         super().__init__(message)
         self.message = message
         self.hint = hint
+
+    def __init_subclass__(cls, kind: ErrorKind | None = None, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if kind is not None:
+            cls.kind = kind
+
+
+# One class a kind (what ErrorKind's members say), for a plane error to derive from.
+class Invalid(PlaneError, kind=ErrorKind.INVALID): ...
+
+
+class NotFound(PlaneError, kind=ErrorKind.NOT_FOUND): ...
+
+
+class Conflict(PlaneError, kind=ErrorKind.CONFLICT): ...
+
+
+class LimitReached(PlaneError, kind=ErrorKind.LIMIT): ...
+
+
+class TooLarge(PlaneError, kind=ErrorKind.TOO_LARGE): ...
+
+
+class Unavailable(PlaneError, kind=ErrorKind.UNAVAILABLE): ...
+
+
+class TimedOut(PlaneError, kind=ErrorKind.TIMEOUT): ...

@@ -9,6 +9,7 @@ import ctypes
 import os
 import signal
 from collections.abc import Mapping
+from typing import Any
 
 #: Variables that must never reach commands, interpreters or agents run inside the sandbox.
 SECRET_VARIABLES = frozenset(
@@ -25,6 +26,28 @@ def sandbox_environment(
     if extra:
         env.update(extra)
     return env
+
+
+async def spawn_sandboxed(
+    *argv: str,
+    stdin: int = asyncio.subprocess.DEVNULL,
+    stdout: int = asyncio.subprocess.PIPE,
+    stderr: int = asyncio.subprocess.PIPE,
+    env: Mapping[str, str] | None = None,
+    **options: Any,
+) -> asyncio.subprocess.Process:
+    """Start a sandboxed program: in its own session (so :func:`kill_process_group` stops its whole
+    tree) with the sandbox's environment unless ``env`` is given; ``options`` go to
+    :func:`asyncio.create_subprocess_exec` (``cwd``, ``limit`` ...)."""
+    return await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        env=sandbox_environment() if env is None else dict(env),
+        start_new_session=True,
+        **options,
+    )
 
 
 def hide_own_environment() -> None:
@@ -70,14 +93,7 @@ async def run_bounded(args: list[str], limit: float) -> tuple[int, bytes, bytes]
     """Run ``args`` in its own process group with the sandbox's environment (no stdin); its exit code,
     stdout and stderr. Past ``limit`` seconds, or when cancelled, the whole group is killed
     (``TimeoutError`` for the former)."""
-    process = await asyncio.create_subprocess_exec(
-        *args,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=sandbox_environment(),
-        start_new_session=True,
-    )
+    process = await spawn_sandboxed(*args)
     try:
         stdout, stderr = await asyncio.wait_for(process.communicate(), limit)
     except BaseException:

@@ -26,26 +26,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Conflict, LimitReached
 
 from .run_stats import RUN_STATS
 from .settings import DEFAULT_MAX_CONCURRENT_RUNS
 
 
-class WorkspaceBusy(PlaneError):
+class WorkspaceBusy(Conflict):
     """Another run holds the workspace."""
-
-    kind = ErrorKind.CONFLICT
 
     def __init__(self, workspace: Path | str) -> None:
         super().__init__(f"workspace {workspace} is busy with another run")
         self.workspace = str(workspace)
 
 
-class TooManyRuns(PlaneError):
+class TooManyRuns(LimitReached):
     """The process already runs its maximum number of agents."""
-
-    kind = ErrorKind.LIMIT
 
     def __init__(self, limit: int) -> None:
         super().__init__(

@@ -33,9 +33,9 @@ from typing import Any
 
 import anyio
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Invalid
 
-from .adapters.base import Adapter, AgentRequest, AgentRequestError, EventSink
+from .adapters.base import Adapter, AgentOptions, AgentRequest, AgentRequestError, EventSink
 from .locks import WorkspaceLocks
 from .runner import RunOutcome, check_request, run_with_json_retry
 from .settings import McpModeSettings
@@ -44,25 +44,17 @@ from .workspace import Workspace
 logger = logging.getLogger(__name__)
 
 
-class RunRefused(PlaneError):
+class RunRefused(Invalid):
     """The request cannot run (a bad model, schema or level); nothing was created or started."""
 
-    kind = ErrorKind.INVALID
 
-
-@dataclass(frozen=True)
-class RunSpec:
+@dataclass(frozen=True, kw_only=True)
+class RunSpec(AgentOptions):
     prompt: str
     #: Subdirectory of ``AICODEBOX_WORKSPACE`` (empty: the root; None: a new ephemeral directory).
     workspace: str | None = ""
-    model: str = ""
-    system_prompt: str = ""
-    append_system_prompt: str = ""
     #: False (cron, Telegram, ``/run``) continues the workspace's latest session.
     no_continue: bool = False
-    resume: str = ""
-    thinking: str = ""
-    json_schema: Mapping[str, Any] | None = None
     #: Seconds before the run is killed; None: ``AICODEBOX_RUN_TIMEOUT``.
     timeout: float | None = None
 
@@ -97,14 +89,9 @@ class RunService:
         request = AgentRequest(
             prompt=spec.prompt,
             cwd=self.workspace.root,
-            model=spec.model,
-            system_prompt=spec.system_prompt,
-            append_system_prompt=spec.append_system_prompt,
             no_continue=spec.no_continue,
-            resume=spec.resume,
-            thinking=spec.thinking,
-            json_schema=spec.json_schema,
             timeout=spec.timeout or self.settings.run_timeout,
+            **spec.options(),
         )
         try:
             await check_request(self.settings, self.adapter, request, schemas)

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Invalid
 
 
-class WorkspaceError(PlaneError):
+class WorkspaceError(Invalid):
     """A path is outside the workspace or otherwise unusable; the message names it."""
-
-    kind = ErrorKind.INVALID
 
 
 def _inside(root: Path, candidate: Path) -> bool:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Conflict, Invalid, LimitReached, NotFound, TooLarge
 
 #: Largest file ``read_bytes`` returns (the gateway's read limit too).
 READ_LIMIT = 16 * 1024 * 1024
@@ -47,39 +47,31 @@ _NOFOLLOW = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 T = TypeVar("T")
 
 
-class FileProblem(PlaneError):
+class FileProblem(Invalid):
     """A file operation refused (a bad or escaping path, a directory or special file); the message
     names the path. The subclasses say what else went wrong."""
-
-    kind = ErrorKind.INVALID
 
 
 class PathEscapes(FileProblem):
     """The path leads outside the root (``..``, an absolute or relative symlink out)."""
 
 
-class FileNotFound(FileProblem):
-    kind = ErrorKind.NOT_FOUND
+class FileNotFound(NotFound, FileProblem): ...
 
 
-class FileChanged(FileProblem):
+class FileChanged(Conflict, FileProblem):
     """The file or a directory on its path changed during the operation; retrying may work."""
 
-    kind = ErrorKind.CONFLICT
 
-
-class FileTooLarge(FileProblem):
-    kind = ErrorKind.TOO_LARGE
+class FileTooLarge(TooLarge, FileProblem): ...
 
 
 class FileAccessDenied(FileProblem):
     """The file system refuses access (permissions)."""
 
 
-class DiskFull(FileProblem):
+class DiskFull(LimitReached, FileProblem):
     """No space (or quota) left for the write."""
-
-    kind = ErrorKind.LIMIT
 
 
 def escape(path: str) -> PathEscapes:

@@ -101,16 +101,8 @@ def tools(planes: Planes) -> list[ToolSpec]:
     editor = planes.editor
 
     async def str_replace_editor(args: dict[str, Any]) -> types.CallToolResult:
-        result = await editor.run(
-            args["command"],
-            args["path"],
-            file_text=args.get("file_text"),
-            old_str=args.get("old_str"),
-            new_str=args.get("new_str"),
-            insert_line=args.get("insert_line"),
-            view_range=args.get("view_range"),
-            replace_mode=args.get("replace_mode"),
-        )
+        # The schema names exactly the plane's parameters (no others are let in).
+        result = await editor.run(**args)
         return json_result(editor_object(result), is_error=not result.success)
 
     return [ToolSpec("sandbox_str_replace_editor", DESCRIPTION, INPUT_SCHEMA, str_replace_editor)]

@@ -12,22 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
-from ..planes.files import (
-    ENCODINGS,
-    DirectoryListing,
-    FileOperationError,
-    FilePlane,
-    FileRead,
-    FileReplaced,
-    FileResult,
-    FileSearch,
-    FileWritten,
-    FoundFiles,
-    GlobEntry,
-    GlobResult,
-    GrepMatch,
-    GrepResult,
-)
+from ..planes.files import ENCODINGS, FileOperationError, FilePlane, FileResult, GlobQuery, GrepQuery, ListQuery
+from ..planes.files import results as records
 from .registry import ToolSpec
 from .results import ToolError, json_result
 
@@ -101,27 +87,27 @@ INPUT_SCHEMA: dict[str, Any] = {
 def action_fields(result: FileResult) -> dict[str, Any]:
     """An action's result as aiod's object has it, without ``action`` and ``success``."""
     match result:
-        case FileRead():
+        case records.FileRead():
             return {"path": result.path, "content": result.content}
-        case FileWritten():
+        case records.FileWritten():
             return {"path": result.path, "bytes_written": result.bytes_written}
-        case FileReplaced():
+        case records.FileReplaced():
             return {"path": result.path, "replaced_count": result.replaced_count}
-        case FileSearch():
+        case records.FileSearch():
             return {
                 "path": result.path,
                 "matches": list(result.matches),
                 "line_numbers": list(result.line_numbers),
                 "match_count": result.match_count,
             }
-        case FoundFiles():
+        case records.FoundFiles():
             return {
                 "path": result.path,
                 "files": list(result.files),
                 "file_count": result.file_count,
                 "truncated": result.truncated,
             }
-        case DirectoryListing():
+        case records.DirectoryListing():
             return {
                 "path": result.path,
                 "files": [
@@ -141,7 +127,7 @@ def action_fields(result: FileResult) -> dict[str, Any]:
                 "file_count": result.file_count,
                 "truncated": result.truncated,
             }
-        case GrepResult():
+        case records.GrepResult():
             return {
                 "path": result.path,
                 "pattern": result.pattern,
@@ -151,7 +137,7 @@ def action_fields(result: FileResult) -> dict[str, Any]:
                 "files_matched": result.files_matched,
                 "truncated": result.truncated,
             }
-        case GlobResult():
+        case records.GlobResult():
             return {
                 "path": result.path,
                 "pattern": result.pattern,
@@ -161,7 +147,7 @@ def action_fields(result: FileResult) -> dict[str, Any]:
             }
 
 
-def _grep_match(match: GrepMatch) -> dict[str, Any]:
+def _grep_match(match: records.GrepMatch) -> dict[str, Any]:
     item: dict[str, Any] = {"file": match.file, "line_number": match.line_number, "line_content": match.line_content}
     if match.context_before is not None:
         item["context_before"] = list(match.context_before)
@@ -170,7 +156,7 @@ def _grep_match(match: GrepMatch) -> dict[str, Any]:
     return item
 
 
-def _glob_entry(entry: GlobEntry) -> dict[str, Any]:
+def _glob_entry(entry: records.GlobEntry) -> dict[str, Any]:
     item: dict[str, Any] = {"path": entry.path, "name": entry.name}
     if entry.metadata is not None:
         item["is_directory"] = entry.metadata.is_directory
@@ -214,11 +200,6 @@ def _flag(args: dict[str, Any], name: str, default: bool) -> bool:
     return default if value is None else bool(value)
 
 
-def _number(args: dict[str, Any], name: str, default: int) -> int:
-    value = args.get(name)
-    return default if value is None else int(value)
-
-
 Action = Callable[[FilePlane, str, dict[str, Any]], Awaitable[FileResult]]
 
 _DISPATCH: dict[str, Action] = {
@@ -231,34 +212,9 @@ _DISPATCH: dict[str, Action] = {
     "replace": lambda files, path, a: files.replace(path, a.get("content"), a.get("target")),
     "search": lambda files, path, a: files.search(path, a.get("content")),
     "find": lambda files, path, a: files.find(path, a.get("pattern")),
-    "list": lambda files, path, a: files.list(
-        path,
-        recursive=_flag(a, "recursive", False),
-        show_hidden=_flag(a, "show_hidden", False),
-        file_types=a.get("file_types"),
-    ),
-    "grep": lambda files, path, a: files.grep(
-        path,
-        a.get("pattern"),
-        include=a.get("include"),
-        exclude=a.get("exclude"),
-        case_insensitive=_flag(a, "case_insensitive", False),
-        fixed_strings=_flag(a, "fixed_strings", False),
-        context_before=_number(a, "context_before", 0),
-        context_after=_number(a, "context_after", 0),
-        max_results=a.get("max_results"),
-        recursive=_flag(a, "recursive", True),
-    ),
-    "glob": lambda files, path, a: files.glob(
-        path,
-        a.get("pattern"),
-        include=a.get("include"),
-        exclude=a.get("exclude"),
-        include_hidden=_flag(a, "show_hidden", False),
-        files_only=_flag(a, "files_only", True),
-        include_metadata=_flag(a, "include_metadata", True),
-        max_results=a.get("max_results"),
-    ),
+    "list": lambda files, path, a: files.list(path, ListQuery.of(a)),
+    "grep": lambda files, path, a: files.grep(path, GrepQuery.of(a)),
+    "glob": lambda files, path, a: files.glob(path, GlobQuery.of(a, include_hidden="show_hidden")),
 }
 
 

@@ -13,8 +13,8 @@ import logging
 import re
 from dataclasses import dataclass
 
-from agentbox_common.errors import ErrorKind, PlaneError
-from agentbox_common.processes import sandbox_environment, terminate_process_group
+from agentbox_common.errors import Invalid, NotFound
+from agentbox_common.processes import spawn_sandboxed, terminate_process_group
 
 logger = logging.getLogger(__name__)
 
@@ -25,14 +25,11 @@ MAX_HOOKS = 64
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
-class HookError(PlaneError):
+class HookError(Invalid):
     """A hook that cannot be registered (bad name, event, timeout; too many)."""
 
-    kind = ErrorKind.INVALID
 
-
-class HookNotFound(HookError):
-    kind = ErrorKind.NOT_FOUND
+class HookNotFound(NotFound, HookError): ...
 
 
 @dataclass(frozen=True)
@@ -126,15 +123,8 @@ class HookPlane:
 
 
 async def _run(hook: Hook) -> HookRun:
-    process = await asyncio.create_subprocess_exec(
-        "bash",
-        "-c",
-        hook.command,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-        start_new_session=True,
-        env=sandbox_environment(),
+    process = await spawn_sandboxed(
+        "bash", "-c", hook.command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
     )
     try:
         code = await asyncio.wait_for(process.wait(), hook.timeout)

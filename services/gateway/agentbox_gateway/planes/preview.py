@@ -18,7 +18,7 @@ from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from yarl import URL
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Invalid, TimedOut, Unavailable
 
 from ..settings import GatewaySettings
 
@@ -75,10 +75,8 @@ _SERVER_SET = frozenset({b"date", b"server"})
 _NOTHING_THERE = "Nothing is listening on port {port} in the sandbox: start the app there (on 127.0.0.1 or ::1) first"
 
 
-class PreviewError(PlaneError):
+class PreviewError(Invalid):
     """A request the proxy cannot pass on; the message says why."""
-
-    kind = ErrorKind.INVALID
 
 
 class InvalidPort(PreviewError):
@@ -93,14 +91,11 @@ class InvalidPath(PreviewError):
     """A path that makes no URL."""
 
 
-class AppUnreachable(PreviewError):
+class AppUnreachable(Unavailable, PreviewError):
     """Nothing listens on the port, or the app broke the exchange off."""
 
-    kind = ErrorKind.UNAVAILABLE
 
-
-class AppTimeout(PreviewError):
-    kind = ErrorKind.TIMEOUT
+class AppTimeout(TimedOut, PreviewError): ...
 
 
 @dataclass(frozen=True)

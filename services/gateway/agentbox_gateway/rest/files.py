@@ -24,7 +24,7 @@ from starlette.types import Message
 
 from ..mcp_tools.editor import editor_object
 from ..mcp_tools.files import action_fields, error_fields
-from ..planes.files import FileOperationError, FileResult, SavedUpload
+from ..planes.files import FileOperationError, FileResult, GlobQuery, GrepQuery, ListQuery, SavedUpload
 from ..settings import GatewaySettings
 from .bodies import StrictBody
 from .envelope import RestError, error_responses, failed, ok
@@ -241,70 +241,25 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.post("/grep")
     async def grep_files(body: GrepRequest) -> dict[str, Any]:
         """ripgrep-style search across files (at most 500 matches, files over 1 MiB skipped)."""
-        call = files.grep(
-            body.path,
-            body.pattern,
-            include=body.include,
-            exclude=body.exclude,
-            case_insensitive=body.case_insensitive,
-            fixed_strings=body.fixed_strings,
-            context_before=body.context_before,
-            context_after=body.context_after,
-            max_results=body.max_results,
-            max_file_size=body.max_file_size,
-            multiline=body.multiline,
-            offset=body.offset,
-            file_type=body.type,
-            recursive=body.recursive,
-        )
+        call = files.grep(body.path, GrepQuery.of(body.model_dump(), file_type="type"))
         return await _respond(call, False, {"path": body.path, "pattern": body.pattern})
 
     @api.post("/glob")
     async def glob_files(body: GlobRequest) -> dict[str, Any]:
         """Paths matching a glob such as ``**/*.py`` (at most 5000)."""
-        call = files.glob(
-            body.path,
-            body.pattern,
-            include=body.include,
-            exclude=body.exclude,
-            include_hidden=body.include_hidden,
-            files_only=body.files_only,
-            include_metadata=body.include_metadata,
-            max_results=body.max_results,
-            sort_by=body.sort_by,
-            sort_desc=body.sort_desc,
-        )
+        call = files.glob(body.path, GlobQuery.of(body.model_dump()))
         return await _respond(call, False, {"path": body.path, "pattern": body.pattern})
 
     @api.post("/list")
     async def list_path(body: ListRequest) -> dict[str, Any]:
         """Directory entries (``FileInfo``) with counts (at most 10000)."""
-        call = files.list(
-            body.path,
-            recursive=body.recursive,
-            show_hidden=body.show_hidden,
-            file_types=body.file_types,
-            max_depth=body.max_depth,
-            include_size=body.include_size,
-            include_permissions=body.include_permissions,
-            sort_by=body.sort_by,
-            sort_desc=body.sort_desc,
-        )
+        call = files.list(body.path, ListQuery.of(body.model_dump()))
         return await _respond(call, False, {"path": body.path})
 
     @api.post("/str_replace_editor")
     async def str_replace_editor(body: EditorRequest) -> dict[str, Any]:
         """Anthropic's text-editor commands: view, create, str_replace, insert, undo_edit."""
-        result = await editor.run(
-            body.command,
-            body.path,
-            file_text=body.file_text,
-            old_str=body.old_str,
-            new_str=body.new_str,
-            insert_line=body.insert_line,
-            view_range=body.view_range,
-            replace_mode=body.replace_mode,
-        )
+        result = await editor.run(**body.model_dump())  # the body's fields are the plane's parameters
         data = editor_object(result)
         return ok(data) if result.success else failed(result.error or "editor command failed", data)
 

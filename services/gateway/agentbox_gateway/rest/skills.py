@@ -10,15 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, File, Form, Query, UploadFile
 
-from ..planes.context import (
-    ARCHIVE_MAX_BYTES,
-    SkillInfo,
-    clear_skills,
-    delete_skill,
-    register_skills,
-    skill_content,
-    skill_metadata,
-)
+from ..planes.context import skills
 from ..settings import GatewaySettings
 from .envelope import RestError, error_responses, ok
 
@@ -26,7 +18,7 @@ if TYPE_CHECKING:
     from ..planes import Planes
 
 
-def _metadata(info: SkillInfo) -> dict[str, Any]:
+def _metadata(info: skills.SkillInfo) -> dict[str, Any]:
     return {"name": info.name, "path": info.path, "metadata": info.metadata}
 
 
@@ -42,33 +34,33 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     ) -> dict[str, Any]:
         """Install the skill(s) of a zip/tar archive (a SKILL.md at its top, or skill folders) or of a
         sandbox folder; ``{count, registered: [{name, path, metadata}]}``. Same-named skills are replaced."""
-        data = await file.read(ARCHIVE_MAX_BYTES + 1) if file is not None else b""
-        if len(data) > ARCHIVE_MAX_BYTES:
-            raise RestError(413, f"the archive is larger than {ARCHIVE_MAX_BYTES} bytes")
-        installed = await register_skills(root, data, path or None, name or None)
+        data = await file.read(skills.ARCHIVE_MAX_BYTES + 1) if file is not None else b""
+        if len(data) > skills.ARCHIVE_MAX_BYTES:
+            raise RestError(413, f"the archive is larger than {skills.ARCHIVE_MAX_BYTES} bytes")
+        installed = await skills.register_skills(root, data, path or None, name or None)
         return ok({"count": len(installed), "registered": [_metadata(info) for info in installed]})
 
     @api.get("/metadatas")
     async def metadatas(names: str | None = Query(None, description="comma-separated")) -> dict[str, Any]:
         """``{skills: [{name, path, metadata}]}``: every skill, or the named ones, with its front matter."""
         wanted = [n.strip() for n in names.split(",") if n.strip()] if names else None
-        return ok({"skills": [_metadata(info) for info in await skill_metadata(root, wanted)]})
+        return ok({"skills": [_metadata(info) for info in await skills.skill_metadata(root, wanted)]})
 
     @api.get("/{name}/content")
     async def content(name: str) -> dict[str, Any]:
         """``{name, path, content}``: SKILL.md without its front matter."""
-        info = await skill_content(root, name)
+        info = await skills.skill_content(root, name)
         return ok({key: value for key, value in asdict(info).items() if key != "metadata"})
 
     @api.delete("/{name}")
     async def delete(name: str) -> dict[str, Any]:
         """Remove one skill; answers its metadata as it was."""
-        return ok(_metadata(await delete_skill(root, name)))
+        return ok(_metadata(await skills.delete_skill(root, name)))
 
     @api.delete("")
     async def clear() -> dict[str, Any]:
         """Remove every skill folder; ``{removed: [names], count}``."""
-        removed = await clear_skills(root)
+        removed = await skills.clear_skills(root)
         return ok({"removed": removed, "count": len(removed)})
 
     return api

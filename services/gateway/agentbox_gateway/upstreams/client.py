@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.types import INTERNAL_ERROR
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Invalid, TimedOut, Unavailable
 from agentbox_common.observability import REQUEST_ID_HEADER, current_request_id
 
 from .config import UpstreamConfig
@@ -46,22 +46,16 @@ MAX_STALE_CONNECTIONS = 4
 CONNECT_TIMEOUT = 5.0
 
 
-class UpstreamUnavailable(PlaneError):
+class UpstreamUnavailable(Unavailable):
     """The upstream could not be reached or sent no usable answer; the message is the reason."""
 
-    kind = ErrorKind.UNAVAILABLE
 
-
-class UpstreamTimeout(UpstreamUnavailable):
+class UpstreamTimeout(TimedOut, UpstreamUnavailable):
     """The upstream accepted the request but did not answer in time."""
 
-    kind = ErrorKind.TIMEOUT
 
-
-class UpstreamRpcError(PlaneError):
+class UpstreamRpcError(Invalid):
     """The upstream answered with a JSON-RPC error object (kept as sent): it refused the request."""
-
-    kind = ErrorKind.INVALID
 
     def __init__(self, error: dict[str, Any]) -> None:
         super().__init__(str(error.get("message", "")))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Invalid
 
 if TYPE_CHECKING:
     from ..settings import McpModeSettings
@@ -38,25 +38,33 @@ MISSING_BINARY_EXIT_CODE = 127
 EventType = Literal["delta", "session", "usage", "stop"]
 
 
-class AgentRequestError(PlaneError):
+class AgentRequestError(Invalid):
     """The request cannot be run by this adapter; nothing was started."""
 
-    kind = ErrorKind.INVALID
 
+@dataclass(frozen=True, kw_only=True)
+class AgentOptions:
+    """How the agent answers a prompt: the same options in a run's spec and in an adapter's request."""
 
-@dataclass(frozen=True)
-class AgentRequest:
-    prompt: str
-    cwd: Path
     model: str = ""
     system_prompt: str = ""
     append_system_prompt: str = ""
-    #: True: a new session. False: continue the latest session of ``cwd``.
-    no_continue: bool = True
     #: A session id to continue; wins over ``no_continue``.
     resume: str = ""
     thinking: str = ""
     json_schema: Mapping[str, Any] | None = None
+
+    def options(self) -> dict[str, Any]:
+        """These options alone, to pass on to another record that has them."""
+        return {option.name: getattr(self, option.name) for option in dataclasses.fields(AgentOptions)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentRequest(AgentOptions):
+    prompt: str
+    cwd: Path
+    #: True: a new session. False: continue the latest session of ``cwd``.
+    no_continue: bool = True
     #: Seconds before the run is killed; None = no limit.
     timeout: float | None = None
 

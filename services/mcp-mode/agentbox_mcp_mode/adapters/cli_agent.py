@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from agentbox_common.processes import sandbox_environment, terminate_process_group
+from agentbox_common.processes import spawn_sandboxed, terminate_process_group
 
 from .base import MISSING_BINARY_EXIT_CODE, TIMEOUT_EXIT_CODE, Adapter, AgentEvent, AgentRequest, AgentRequestError
 
@@ -103,16 +103,7 @@ class CliAdapter(Adapter):
         with tempfile.TemporaryDirectory(prefix="agentbox-run-") as scratch:
             argv = self.build_argv(request, Path(scratch))
             try:
-                process = await asyncio.create_subprocess_exec(
-                    *argv,
-                    cwd=request.cwd,
-                    env=sandbox_environment(),
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
-                    start_new_session=True,
-                    limit=LINE_LIMIT,
-                )
+                process = await spawn_sandboxed(*argv, cwd=request.cwd, stdin=asyncio.subprocess.PIPE, limit=LINE_LIMIT)
             except FileNotFoundError as exc:
                 missing_cwd = exc.filename is not None and Path(exc.filename) == Path(request.cwd)
                 yield AgentEvent(

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from agentbox_common.processes import sandbox_environment, terminate_process_group
+from agentbox_common.processes import spawn_sandboxed, terminate_process_group
 
 #: Longest tool output handed back to the model (the middle is elided).
 MAX_OUTPUT_CHARS = 30_000
@@ -131,17 +131,7 @@ class AgentTools:
         if left is not None:
             timeout = min(timeout, max(left, 0.1))
         shell = shutil.which("bash") or "/bin/sh"
-        process = await asyncio.create_subprocess_exec(
-            shell,
-            "-c",
-            command,
-            cwd=self.cwd,
-            env=sandbox_environment(),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
+        process = await spawn_sandboxed(shell, "-c", command, cwd=self.cwd, stderr=asyncio.subprocess.STDOUT)
         try:
             output, _ = await asyncio.wait_for(process.communicate(), timeout)
         except TimeoutError:

@@ -5,21 +5,18 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Invalid, PlaneError, Unavailable
 
 
 class BrowserError(PlaneError):
     """Chromium is reachable but the operation failed (protocol error, hung page, timeout)."""
 
-    kind = ErrorKind.FAILED
 
-
-class BrowserUnavailable(PlaneError):
+class BrowserUnavailable(Unavailable):
     """Chromium's DevTools endpoint cannot be reached (not started, restarting, wrong address).
 
     The message is what is missing, the hint (and ``str()``, which callers quote) the cause."""
 
-    kind = ErrorKind.UNAVAILABLE
     summary: ClassVar[str] = "Browser unavailable: no reachable CDP port"
 
     def __init__(self, cause: str) -> None:
@@ -36,11 +33,9 @@ class BrowserProgramUnavailable(BrowserUnavailable):
     summary = "Browser unavailable: the browser program does not answer"
 
 
-class InvalidAction(PlaneError):
+class InvalidAction(Invalid):
     """A GUI action or setting was rejected before anything was sent to the browser; ``detail``
     says what is wrong with ``field``."""
-
-    kind = ErrorKind.INVALID
 
     def __init__(self, detail: str, field: str | None = None) -> None:
         super().__init__(f"Invalid action: {detail}")
@@ -51,8 +46,6 @@ class InvalidAction(PlaneError):
 class PageFailed(PlaneError):
     """The browser program refused or failed a page operation; ``status`` is the HTTP status it
     answered (its refusals are passed on by the REST door as they are)."""
-
-    kind = ErrorKind.FAILED
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)

@@ -2,13 +2,11 @@
 door needs to answer it. A cell that ran and failed is no error: it is an ``Execution`` whose status
 says so."""
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Invalid, LimitReached, NotFound, Unavailable
 
 
-class CodeError(PlaneError):
+class CodeError(Invalid):
     """A request the plane refuses; the message says why and what to do."""
-
-    kind = ErrorKind.INVALID
 
 
 class UnsupportedLanguage(CodeError):
@@ -19,19 +17,13 @@ class InvalidRequest(CodeError):
     """A bad argument: a timeout out of range, a missing directory, a kernel or version not installed."""
 
 
-class SessionNotFound(CodeError):
+class SessionNotFound(NotFound, CodeError):
     """No session of that id (and language): never made, deleted, or closed after idling."""
 
-    kind = ErrorKind.NOT_FOUND
 
-
-class SessionLimitReached(CodeError):
+class SessionLimitReached(LimitReached, CodeError):
     """Every session slot is taken, and none is an idle one made implicitly (those are evicted)."""
 
-    kind = ErrorKind.LIMIT
 
-
-class RuntimeUnavailable(CodeError):
+class RuntimeUnavailable(Unavailable, CodeError):
     """The interpreter is not installed or will not start."""
-
-    kind = ErrorKind.UNAVAILABLE

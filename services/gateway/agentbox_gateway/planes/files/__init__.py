@@ -14,6 +14,7 @@ from .errors import (
     NoSpaceLeft,
 )
 from .operations import ENCODINGS, READ_LIMIT, FilePlane
+from .queries import GlobQuery, GrepQuery, ListQuery, Query
 from .results import (
     DirectoryListing,
     DownloadTarget,
@@ -73,10 +74,14 @@ __all__ = [
     "FileWritten",
     "FoundFiles",
     "GlobEntry",
+    "GlobQuery",
     "GlobResult",
     "GrepMatch",
+    "GrepQuery",
     "GrepResult",
+    "ListQuery",
     "NoSpaceLeft",
+    "Query",
     "SavedUpload",
     "SourceNotFound",
     "WatchError",

@@ -11,20 +11,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Invalid, NotFound
 
 #: The most a converted document may read (a URL's body or a file), to bound memory and time.
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 
 
-class ConvertError(PlaneError):
+class ConvertError(Invalid):
     """The source cannot be converted (unsupported type, unreadable, fetch failed)."""
 
-    kind = ErrorKind.INVALID
 
-
-class SourceNotFound(ConvertError):
-    kind = ErrorKind.NOT_FOUND
+class SourceNotFound(NotFound, ConvertError): ...
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import anyio
 import anyio.to_thread
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Invalid
 
 from .errors import FileOperationError
 from .operations import FilePlane
@@ -41,11 +41,9 @@ HISTORY_FILES = 256
 VIEW_DIRECTORY_LIMIT = 5000
 
 
-class EditorError(PlaneError):
+class EditorError(Invalid):
     """The command was understood and refused; the message is what the model reads. :meth:`run`
     answers it as a result with ``error`` set, so it never reaches a door."""
-
-    kind = ErrorKind.INVALID
 
 
 @dataclass(frozen=True)

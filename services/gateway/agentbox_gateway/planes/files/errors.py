@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import TypeVar
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Conflict, Invalid, LimitReached, NotFound, PlaneError, TooLarge
 
 T = TypeVar("T")
 
@@ -62,8 +62,6 @@ _RETRYABLE = {
 
 class FileOperationError(PlaneError):
     """A file operation that failed; ``error_type`` is aiod's finer name for what went wrong."""
-
-    kind = ErrorKind.FAILED
 
     def __init__(
         self,
@@ -128,26 +126,20 @@ class FileOperationError(PlaneError):
         )
 
 
-class FileRequestInvalid(FileOperationError):
+class FileRequestInvalid(Invalid, FileOperationError):
     """A bad argument or path, a target of the wrong type, text that is not UTF-8, no permission."""
 
-    kind = ErrorKind.INVALID
+
+class FileNotFound(NotFound, FileOperationError): ...
 
 
-class FileNotFound(FileOperationError):
-    kind = ErrorKind.NOT_FOUND
+class FileExists(Conflict, FileOperationError): ...
 
 
-class FileExists(FileOperationError):
-    kind = ErrorKind.CONFLICT
+class FileTooLarge(TooLarge, FileOperationError): ...
 
 
-class FileTooLarge(FileOperationError):
-    kind = ErrorKind.TOO_LARGE
-
-
-class NoSpaceLeft(FileOperationError):
-    kind = ErrorKind.LIMIT
+class NoSpaceLeft(LimitReached, FileOperationError): ...
 
 
 #: The error class of each ``error_type``; ``io_error`` (and anything unlisted) stays a plain failure.

@@ -16,13 +16,14 @@ import secrets
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import IO, Any, TypeVar
 
 import anyio.to_thread
 
 from ...settings import GatewaySettings
 from .errors import VERBS, FileOperationError, compile_pattern, guarded, resolve_path
+from .queries import GlobQuery, GrepQuery, ListQuery
 from .results import (
     DirectoryListing,
     DownloadTarget,
@@ -292,105 +293,22 @@ class FilePlane:
             raise FileOperationError.invalid("find", path, "pattern (a file-name glob) is required")
         return await self._run("find", path, find_files, pattern)
 
-    async def list(
-        self,
-        path: str,
-        *,
-        recursive: bool = False,
-        show_hidden: bool = False,
-        file_types: Sequence[str] | None = None,
-        max_depth: int | None = None,
-        include_size: bool = True,
-        include_permissions: bool = False,
-        sort_by: str | None = "name",
-        sort_desc: bool = False,
-    ) -> DirectoryListing:
-        return await self._run(
-            "list",
-            path,
-            list_directory,
-            recursive,
-            show_hidden,
-            file_types,
-            max_depth,
-            include_size,
-            include_permissions,
-            sort_by or "name",
-            sort_desc,
-        )
+    async def list(self, path: str, query: ListQuery | None = None) -> DirectoryListing:
+        """The entries of a directory (and below, with ``recursive``), at most 10000."""
+        return await self._run("list", path, list_directory, query or ListQuery())
 
-    async def grep(
-        self,
-        path: str,
-        pattern: str | None,
-        *,
-        include: Sequence[str] | None = None,
-        exclude: Sequence[str] | None = None,
-        case_insensitive: bool = False,
-        fixed_strings: bool = False,
-        context_before: int = 0,
-        context_after: int = 0,
-        max_results: int | None = None,
-        max_file_size: str | None = None,
-        multiline: bool = False,
-        offset: int = 0,
-        file_type: str | None = None,
-        recursive: bool = True,
-    ) -> GrepResult:
+    async def grep(self, path: str, query: GrepQuery) -> GrepResult:
         """Regex (or literal) search across files, ripgrep-style: hidden and binary files and files
         over 1 MiB are skipped; at most 500 matches."""
-        if not pattern:
+        if not query.pattern:
             raise FileOperationError.invalid("grep", path, "pattern is required")
-        return await self._run(
-            "grep",
-            path,
-            grep_files,
-            pattern,
-            include,
-            exclude,
-            case_insensitive,
-            fixed_strings,
-            context_before,
-            context_after,
-            max_results,
-            max_file_size,
-            multiline,
-            offset,
-            file_type,
-            recursive,
-        )
+        return await self._run("grep", path, grep_files, query)
 
-    async def glob(
-        self,
-        path: str,
-        pattern: str | None,
-        *,
-        include: Sequence[str] | None = None,
-        exclude: Sequence[str] | None = None,
-        include_hidden: bool = False,
-        files_only: bool = True,
-        include_metadata: bool = True,
-        max_results: int | None = None,
-        sort_by: str | None = "path",
-        sort_desc: bool = False,
-    ) -> GlobResult:
+    async def glob(self, path: str, query: GlobQuery) -> GlobResult:
         """Paths under ``path`` matching a path glob such as ``**/*.py`` (at most 5000)."""
-        if not pattern:
+        if not query.pattern:
             raise FileOperationError.invalid("glob", path, "pattern (a glob such as **/*.py) is required")
-        return await self._run(
-            "glob",
-            path,
-            glob_files,
-            pattern,
-            include,
-            exclude,
-            include_hidden,
-            files_only,
-            include_metadata,
-            max_results,
-            sort_by or "path",
-            sort_desc,
-        )
+        return await self._run("glob", path, glob_files, query)
 
     async def read_text(self, path: str) -> str:
         """A whole UTF-8 file (for the editor)."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any
 
 from .errors import FileOperationError, compile_pattern
+from .queries import GlobQuery, GrepQuery, ListQuery
 from .results import (
     DirectoryListing,
     EntryMetadata,
@@ -253,67 +254,42 @@ _LIST_SORTS: dict[str, Callable[[FileEntry], Any]] = {
 }
 
 
-def list_directory(
-    real: str,
-    path: str,
-    recursive: bool,
-    show_hidden: bool,
-    file_types: Sequence[str] | None,
-    max_depth: int | None,
-    include_size: bool,
-    include_permissions: bool,
-    sort_by: str,
-    sort_desc: bool,
-) -> DirectoryListing:
+def list_directory(real: str, path: str, query: ListQuery) -> DirectoryListing:
     _require_directory(real, "list", path)
+    sort_by = query.sort_by or "name"
     if sort_by not in _LIST_SORTS:
         raise FileOperationError.invalid("list", path, f"sort_by must be one of {', '.join(_LIST_SORTS)}")
-    depth = (max_depth if max_depth and max_depth > 0 else None) if recursive else 1
-    extensions = {("." + t.lstrip(".")).lower() for t in file_types or ()}
+    depth = (query.max_depth if query.max_depth and query.max_depth > 0 else None) if query.recursive else 1
+    extensions = {("." + t.lstrip(".")).lower() for t in query.file_types or ()}
     budget = ScanBudget()
     files: list[FileEntry] = []
     truncated = False
-    for entry, _relative, _depth in walk_tree(real, budget, include_hidden=show_hidden, max_depth=depth):
-        info = _file_entry(entry, include_size, include_permissions)
+    for entry, _relative, _depth in walk_tree(real, budget, include_hidden=query.show_hidden, max_depth=depth):
+        info = _file_entry(entry, query.include_size, query.include_permissions)
         if extensions and not info.is_directory and (info.extension or "").lower() not in extensions:
             continue
         if len(files) >= LIST_MAX_RESULTS:
             truncated = True
             break
         files.append(info)
-    files.sort(key=_LIST_SORTS[sort_by], reverse=sort_desc)
+    files.sort(key=_LIST_SORTS[sort_by], reverse=query.sort_desc)
     return DirectoryListing(path, tuple(files), truncated or budget.exhausted)
 
 
-def grep_files(
-    real: str,
-    path: str,
-    pattern: str,
-    include: Sequence[str] | None,
-    exclude: Sequence[str] | None,
-    case_insensitive: bool,
-    fixed_strings: bool,
-    context_before: int,
-    context_after: int,
-    max_results: int | None,
-    max_file_size: str | None,
-    multiline: bool,
-    offset: int,
-    file_type: str | None,
-    recursive: bool,
-) -> GrepResult:
-    flags = (re.IGNORECASE if case_insensitive else 0) | (re.MULTILINE | re.DOTALL if multiline else 0)
-    regex = compile_pattern(pattern, "grep", path, flags, literal=fixed_strings)
-    limit = _clamp(max_results, GREP_MAX_MATCHES, GREP_MAX_MATCHES)
-    size_limit = _parse_size(max_file_size, "grep", path)
-    includes = list(include or ())
-    if file_type:
+def grep_files(real: str, path: str, query: GrepQuery) -> GrepResult:
+    pattern = query.pattern or ""
+    flags = (re.IGNORECASE if query.case_insensitive else 0) | (re.MULTILINE | re.DOTALL if query.multiline else 0)
+    regex = compile_pattern(pattern, "grep", path, flags, literal=query.fixed_strings)
+    limit = _clamp(query.max_results, GREP_MAX_MATCHES, GREP_MAX_MATCHES)
+    size_limit = _parse_size(query.max_file_size, "grep", path)
+    includes = list(query.include or ())
+    if file_type := query.file_type:
         if file_type not in RG_TYPES:
             raise FileOperationError.invalid("grep", path, f"unknown type {file_type!r} ({', '.join(RG_TYPES)})")
         includes.extend(RG_TYPES[file_type])
-    excludes = list(exclude or ())
-    before, after = max(0, context_before), max(0, context_after)
-    skip = max(0, offset)
+    excludes = list(query.exclude or ())
+    before, after = max(0, int(query.context_before)), max(0, int(query.context_after))
+    skip = max(0, query.offset)
 
     info = os.stat(real)
     budget = ScanBudget()
@@ -322,7 +298,7 @@ def grep_files(
             real,
             budget,
             include_hidden=False,
-            max_depth=None if recursive else 1,
+            max_depth=None if query.recursive else 1,
             prune=lambda entry, relative: bool(excludes) and _matches_any(entry.name, relative, excludes),
         )
         candidates: Iterator[tuple[str, str]] = (
@@ -342,7 +318,7 @@ def grep_files(
             continue
         searched += 1
         found = False
-        for match in _grep_file(regex, file_path, text, multiline, before, after):
+        for match in _grep_file(regex, file_path, text, query.multiline, before, after):
             found = True
             if skip:
                 skip -= 1
@@ -405,20 +381,9 @@ _GLOB_SORTS: dict[str, Callable[[GlobEntry], Any]] = {
 }
 
 
-def glob_files(
-    real: str,
-    path: str,
-    pattern: str,
-    include: Sequence[str] | None,
-    exclude: Sequence[str] | None,
-    include_hidden: bool,
-    files_only: bool,
-    include_metadata: bool,
-    max_results: int | None,
-    sort_by: str,
-    sort_desc: bool,
-) -> GlobResult:
+def glob_files(real: str, path: str, query: GlobQuery) -> GlobResult:
     _require_directory(real, "glob", path)
+    pattern, sort_by = query.pattern or "", query.sort_by or "path"
     if sort_by not in _GLOB_SORTS:
         raise FileOperationError.invalid("glob", path, f"sort_by must be one of {', '.join(_GLOB_SORTS)}")
     relative_pattern = pattern
@@ -429,14 +394,14 @@ def glob_files(
         relative_pattern = pattern[len(root) :]
     regex = glob_to_regex(relative_pattern)
     depth = None if "**" in relative_pattern else relative_pattern.count("/") + 1
-    limit = _clamp(max_results, GLOB_MAX_RESULTS, GLOB_MAX_RESULTS)
-    excludes = list(exclude or ())
-    includes = list(include or ())
+    limit = _clamp(query.max_results, GLOB_MAX_RESULTS, GLOB_MAX_RESULTS)
+    excludes = list(query.exclude or ())
+    includes = list(query.include or ())
     budget = ScanBudget()
     walk = walk_tree(
         real,
         budget,
-        include_hidden=include_hidden,
+        include_hidden=query.include_hidden,
         max_depth=depth,
         prune=lambda entry, relative: bool(excludes) and _matches_any(entry.name, relative, excludes),
     )
@@ -446,13 +411,13 @@ def glob_files(
         if not regex.match(relative):
             continue
         is_directory = _is_dir(entry)
-        if (files_only and is_directory) or (includes and not _matches_any(entry.name, relative, includes)):
+        if (query.files_only and is_directory) or (includes and not _matches_any(entry.name, relative, includes)):
             continue
         if len(files) >= limit:
             truncated = True
             break
         metadata = None
-        if include_metadata:
+        if query.include_metadata:
             info = _entry_stat(entry)
             metadata = EntryMetadata(
                 is_directory,
@@ -460,5 +425,5 @@ def glob_files(
                 iso_time(info.st_mtime) if info is not None else None,
             )
         files.append(GlobEntry(entry.path, entry.name, metadata))
-    files.sort(key=_GLOB_SORTS[sort_by], reverse=sort_desc)
+    files.sort(key=_GLOB_SORTS[sort_by], reverse=query.sort_desc)
     return GlobResult(path, pattern, tuple(files), truncated or budget.exhausted)

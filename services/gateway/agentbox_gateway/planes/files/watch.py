@@ -21,7 +21,7 @@ from pathlib import Path
 
 from watchfiles import Change, awatch
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Invalid, LimitReached, NotFound, TimedOut
 
 logger = logging.getLogger(__name__)
 
@@ -36,24 +36,18 @@ _KINDS = {Change.added: "create", Change.modified: "write", Change.deleted: "rem
 EVENT_TYPES = frozenset({"create", "write", "remove", "rename", "chmod"})
 
 
-class WatchError(PlaneError):
+class WatchError(Invalid):
     """A watch request that cannot be served; nothing was started."""
 
-    kind = ErrorKind.INVALID
+
+class WatchNotFound(NotFound, WatchError): ...
 
 
-class WatchNotFound(WatchError):
-    kind = ErrorKind.NOT_FOUND
+class WatchLimit(LimitReached, WatchError): ...
 
 
-class WatchLimit(WatchError):
-    kind = ErrorKind.LIMIT
-
-
-class WatchTimeout(WatchError):
+class WatchTimeout(TimedOut, WatchError):
     """``wait`` saw no event in its time: the awaited condition, not the operation, timed out."""
-
-    kind = ErrorKind.TIMEOUT
 
 
 @dataclass(frozen=True)

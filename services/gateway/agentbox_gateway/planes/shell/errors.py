@@ -1,38 +1,29 @@
 """The shell plane's errors, each of one :class:`~agentbox_common.errors.ErrorKind`, which is all a
 door needs to answer it."""
 
-from agentbox_common.errors import ErrorKind, PlaneError
+from agentbox_common.errors import Conflict, Invalid, LimitReached, NotFound, Unavailable
 
 
-class ShellError(PlaneError):
+class ShellError(Invalid):
     """A shell request that cannot be served."""
 
-    kind = ErrorKind.INVALID
+
+class SessionNotFound(NotFound, ShellError): ...
 
 
-class SessionNotFound(ShellError):
-    kind = ErrorKind.NOT_FOUND
+class CommandNotFound(NotFound, ShellError): ...
 
 
-class CommandNotFound(ShellError):
-    kind = ErrorKind.NOT_FOUND
+class SessionExists(Conflict, ShellError): ...
 
 
-class SessionExists(ShellError):
-    kind = ErrorKind.CONFLICT
+class SessionBusy(Conflict, ShellError): ...
 
 
-class SessionBusy(ShellError):
-    kind = ErrorKind.CONFLICT
+class SessionLimit(LimitReached, ShellError): ...
 
 
-class SessionLimit(ShellError):
-    kind = ErrorKind.LIMIT
+class InvalidRequest(ShellError): ...
 
 
-class InvalidRequest(ShellError):
-    kind = ErrorKind.INVALID
-
-
-class ShellUnavailable(ShellError):
-    kind = ErrorKind.UNAVAILABLE
+class ShellUnavailable(Unavailable, ShellError): ...
