@@ -1,5 +1,6 @@
 """A gateway that only serves MCP stays lean: building it loads neither FastAPI (the REST door is
-built by its first request) nor aiohttp (loaded by the first upstream call or preview), it starts
+built by its first request) nor aiohttp (loaded by the first upstream call or preview) nor
+jsonschema (loaded by the first tool call, which checks its arguments), it starts
 no interpreter before a code call needs one, and the REST door still answers its first request,
 built once, in a thread, while ``/mcp`` goes on answering."""
 
@@ -27,11 +28,11 @@ import sys
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
 build_app(GatewaySettings())
-print(sorted({name.split(".")[0] for name in sys.modules} & {"fastapi", "aiohttp"}))
+print(sorted({name.split(".")[0] for name in sys.modules} & {"fastapi", "aiohttp", "jsonschema"}))
 """
 
 
-def test_building_the_gateway_loads_neither_fastapi_nor_aiohttp() -> None:
+def test_building_the_gateway_loads_neither_fastapi_nor_aiohttp_nor_jsonschema() -> None:
     loaded = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=True)
     assert loaded.stdout.strip() == "[]", loaded.stderr
 

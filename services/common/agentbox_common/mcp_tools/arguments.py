@@ -9,33 +9,45 @@ in a free-form object such as ``run_prompt``'s ``json_schema``, whose nulls are 
 
 from __future__ import annotations
 
-from typing import Any
-
-import jsonschema
-import jsonschema.validators
+from typing import TYPE_CHECKING, Any
 
 from .results import ToolError
+
+if TYPE_CHECKING:
+    import jsonschema
+    import jsonschema.protocols
 
 #: The properties of a schema that are described objects themselves, each with its own such fields.
 Fields = dict[str, "Fields"]
 
 
 class ArgumentCheck:
-    """One tool's compiled check (the validator of the schema's ``$schema`` draft, 2020-12 when it
-    names none): call it with the arguments as sent to get them without their nulls, or a
-    :class:`ToolError` naming the first problem (a missing argument before any other)."""
+    """One tool's check (the validator of the schema's ``$schema`` draft, 2020-12 when it names
+    none): call it with the arguments as sent to get them without their nulls, or a
+    :class:`ToolError` naming the first problem (a missing argument before any other).
+
+    The validator is compiled by the tool's first call, and jsonschema imported then: importing it
+    is about 0.1 s that a server's start and its ``tools/list`` do not need."""
 
     def __init__(self, schema: dict[str, Any]) -> None:
-        validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        self._validator = validator(schema)
+        self._schema = schema
+        self._validator: jsonschema.protocols.Validator | None = None
         self._fields = described_objects(schema)
 
     def __call__(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
         args = without_nulls(arguments or {}, self._fields)
-        errors = sorted(self._validator.iter_errors(args), key=lambda e: (e.validator != "required", e.path))
+        errors = sorted(self._compiled().iter_errors(args), key=lambda e: (e.validator != "required", e.path))
         if errors:
             raise ToolError(describe_invalid_arguments(errors[0]))
         return args
+
+    def _compiled(self) -> jsonschema.protocols.Validator:
+        if self._validator is None:
+            import jsonschema.validators
+
+            validator = jsonschema.validators.validator_for(self._schema, default=jsonschema.Draft202012Validator)
+            self._validator = validator(self._schema)
+        return self._validator
 
 
 def described_objects(schema: dict[str, Any]) -> Fields:
