@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -107,3 +108,34 @@ def print_latencies(
     for name, values in samples.items():
         line = f"{name:<{width}} {percentile(values, 0.5):>8.2f} {percentile(values, 0.99):>8.2f}"
         print(line + (f"  {len(values)}" if counts else ""))
+
+
+def rss_mib(pid: int) -> float:
+    """Resident set size of ``pid`` (MiB), as ``/proc`` reports it."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def tree_pss_mib(pid: int) -> float:
+    """Proportional set size of ``pid`` and all its descendants (shared pages counted once)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
+            continue
+    tree, grown = {pid}, True
+    while grown:
+        more = {child for child, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grown = bool(more)
+    total = 0
+    for member in tree:
+        try:
+            rollup = Path(f"/proc/{member}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        total += next(int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:"))
+    return total / 1024

@@ -31,19 +31,12 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._harness import BIN, interleaved, listening, percentile, print_latencies, tool_call_body
+from bench._harness import BIN, interleaved, listening, percentile, print_latencies, rss_mib, tool_call_body
 
 CONCURRENCY = 32
 SMALL_TEXT = "3\n7\n12\n5\n"
 KIB = 1024
 MIB = 1024 * 1024
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
 
 
 def run_baseline(port: int) -> None:

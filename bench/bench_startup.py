@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._harness import BIN
+from bench._harness import BIN, rss_mib, tree_pss_mib
 from tests.support.servers import free_port, stop_group
 
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
@@ -56,36 +56,6 @@ def run_mcpserver(port: int) -> None:
             yield
 
     serve(Starlette(routes=inner.routes, lifespan=lifespan), "127.0.0.1", port)
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
-
-
-def tree_pss_mib(pid: int) -> float:
-    """Proportional set size of ``pid`` and all its descendants (shared pages counted once)."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError):
-            continue
-    tree, grown = {pid}, True
-    while grown:
-        more = {child for child, parent in parents.items() if parent in tree} - tree
-        tree |= more
-        grown = bool(more)
-    total = 0
-    for member in tree:
-        try:
-            rollup = Path(f"/proc/{member}/smaps_rollup").read_text()
-        except OSError:
-            continue
-        total += next(int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:"))
-    return total / 1024
 
 
 def first_code_call(port: int, language: str, code: str) -> float:

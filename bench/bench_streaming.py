@@ -31,7 +31,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._harness import BIN, gateway, interleaved, listening, percentile, print_latencies, tool_call_body
+from bench._harness import BIN, gateway, interleaved, listening, percentile, print_latencies, rss_mib, tool_call_body
 from tests.support.sse import sse_events
 
 HEADERS = {"Accept": "application/json, text/event-stream"}
@@ -91,13 +91,6 @@ def main_gateway(main_tree: str | None) -> Iterator[str]:
         yield url
 
 
-def rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
-
-
 def gigabyte(client: httpx.Client) -> None:
     """1 GB through ``/mcp`` progress from a fresh gateway process; prints its RSS before/after."""
     size = 1_000_000_000
@@ -105,22 +98,22 @@ def gigabyte(client: httpx.Client) -> None:
     body["params"]["_meta"] = {"progressToken": "gb"}
     with listening([os.path.join(BIN, "aiod"), "start"]) as (url, process):
         client.post(f"{url}/mcp", json=tool_call_body("sandbox_execute_bash", {"cmd": "seq 1 100000"}), headers=HEADERS)
-        before = rss(process.pid)
+        before = rss_mib(process.pid)
         received, started, peak = 0, time.monotonic(), before
         with client.stream("POST", f"{url}/mcp", json=body, headers=HEADERS, timeout=600) as response:
             for _, message in sse_events(response):
                 if message.get("method") == "notifications/progress":
                     received += len(message["params"]["message"])
                     if received % 50_000_000 < 64_000:
-                        peak = max(peak, rss(process.pid))
+                        peak = max(peak, rss_mib(process.pid))
                 else:
                     output = json.loads(message["result"]["content"][0]["text"])["output"]
         elapsed = time.monotonic() - started
-        after = rss(process.pid)
+        after = rss_mib(process.pid)
     print(
         f"\n1 GB over /mcp progress: {elapsed:.1f} s, {received / 1e6:.0f} MB received, result output "
-        f"{len(output):,} characters; gateway RSS {before / 2**20:.0f} MiB before, {after / 2**20:.0f} MiB after "
-        f"(peak seen {peak / 2**20:.0f} MiB)"
+        f"{len(output):,} characters; gateway RSS {before:.0f} MiB before, {after:.0f} MiB after "
+        f"(peak seen {peak:.0f} MiB)"
     )
 
 
