@@ -11,6 +11,7 @@ import time
 import httpx
 import pytest
 
+from tests.support.builtin_tools import BUILTIN_TOOLS
 from tests.support.jsonrpc import call_tool, rpc, tool_json, tool_text
 from tests.support.png import decode_png
 
@@ -19,18 +20,6 @@ from .dockerbox import Box
 
 pytestmark = pytest.mark.docker
 
-BUILTINS = [
-    "sandbox_execute_bash",
-    "sandbox_execute_code",
-    "sandbox_file_operations",
-    "sandbox_str_replace_editor",
-    "sandbox_get_context",
-    "sandbox_get_packages",
-    "sandbox_load_skill",
-    "browser_get_info",
-    "browser_gui_screenshot",
-    "browser_gui_execute_action",
-]
 PAGE = (
     "<!doctype html><html><head><meta charset=utf-8><title>agentbox e2e</title></head>"
     "<body style='font-size:40px'><h1 id=greeting>Hello from the container</h1>"
@@ -121,7 +110,7 @@ def test_failures_keep_their_two_shapes(box: Box, auth: dict[str, str]) -> None:
 
 def test_tools_list_is_builtins_then_browser_page_tools(box: Box, auth: dict[str, str]) -> None:
     names = wait_for_tools(box, auth, "browser_navigate")
-    assert names[:10] == BUILTINS
+    assert names[:10] == BUILTIN_TOOLS
     extra = names[10:]
     assert {"browser_navigate", "browser_screenshot", "browser_get_markdown"} <= set(extra)
     assert all(name.startswith("browser_") for name in extra), extra

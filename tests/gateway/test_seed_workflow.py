@@ -12,6 +12,8 @@ import httpx
 import pytest
 from mcp import Client
 
+from tests.support.builtin_tools import BUILTIN_TOOLS
+
 SEED_STEPS = [
     {
         "jsonrpc": "2.0",
@@ -170,17 +172,6 @@ async def test_four_steps_through_the_official_sdk(mcp_url: str, mode: str) -> N
         expected = "2025-11-25" if mode == "legacy" else "2026-07-28"
         assert client.protocol_version == expected
         tools = await client.list_tools()
-        assert [t.name for t in tools.tools][:10] == [
-            "sandbox_execute_bash",
-            "sandbox_execute_code",
-            "sandbox_file_operations",
-            "sandbox_str_replace_editor",
-            "sandbox_get_context",
-            "sandbox_get_packages",
-            "sandbox_load_skill",
-            "browser_get_info",
-            "browser_gui_screenshot",
-            "browser_gui_execute_action",
-        ]
+        assert [t.name for t in tools.tools][:10] == BUILTIN_TOOLS
         assert all(t.description and t.input_schema.get("type") == "object" for t in tools.tools)
         await _run_workflow(client)

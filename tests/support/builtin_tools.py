@@ -1,0 +1,14 @@
+"""The gateway's built-in tools in the order the README publishes them (before any upstream's)."""
+
+BUILTIN_TOOLS = [
+    "sandbox_execute_bash",
+    "sandbox_execute_code",
+    "sandbox_file_operations",
+    "sandbox_str_replace_editor",
+    "sandbox_get_context",
+    "sandbox_get_packages",
+    "sandbox_load_skill",
+    "browser_get_info",
+    "browser_gui_screenshot",
+    "browser_gui_execute_action",
+]
