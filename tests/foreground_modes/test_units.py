@@ -15,7 +15,7 @@ from agentbox_mcp_mode.cron.config import ResolvedJob, load_jobs
 from agentbox_mcp_mode.cron.history import workspace_slug
 from agentbox_mcp_mode.cron.scheduler import expand
 from agentbox_mcp_mode.telegram_bot.client import render_chunks
-from agentbox_mcp_mode.telegram_bot.files import FileRefused, extract_send_files, sendable, upload_name
+from agentbox_mcp_mode.telegram_bot.files import FileRefused, extract_send_files, open_sendable, upload_name
 from agentbox_mcp_mode.telegram_bot.settings import Overrides, load_rules
 
 from .helpers import write_jobs
@@ -38,6 +38,13 @@ def test_send_file_markers() -> None:
     text, paths = extract_send_files("Done.\n[SEND_FILE: out/report.pdf]\n[SEND_FILE:a b.txt ] bye")
     assert paths == ["out/report.pdf", "a b.txt"]
     assert text == "Done.\n\n bye"
+
+
+def sendable(directory: Path, path: str) -> Path:
+    """Where the file ``open_sendable`` opens is (closed again: the check sends nothing)."""
+    found = open_sendable(directory, path)
+    found.opened.close()
+    return found.location
 
 
 def test_sendable_is_confined_to_the_workspace(tmp_path: Path) -> None:

@@ -56,13 +56,6 @@ def open_sendable(directory: Path, path: str) -> SendableFile:
     return SendableFile(opened, Path(os.readlink(f"/proc/self/fd/{opened.fd}")))
 
 
-def sendable(directory: Path, path: str) -> Path:
-    """Where the file :func:`open_sendable` would send is, for a check that sends nothing."""
-    found = open_sendable(directory, path)
-    found.opened.close()
-    return found.location
-
-
 async def save_upload(directory: Path, name: str, download: Callable[[BinaryIO], Awaitable[object]]) -> None:
     """Save an upload as ``name`` in ``directory`` the way ``/files`` does: ``download(out)`` writes
     into a temporary file beside it (never through a symlink), renamed into place once complete."""
