@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentbox_gateway.mcp_tools.editor import editor_object
+from agentbox_gateway.file_fields import editor_object
 from agentbox_gateway.planes.files import EditorPlane, FilePlane
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.jsonrpc import call_tool, tool_json

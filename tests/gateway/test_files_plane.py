@@ -19,7 +19,8 @@ import anyio
 import pytest
 
 from agentbox_common.errors import ErrorKind, PlaneError
-from agentbox_gateway.mcp_tools.files import action_object, error_fields, failure_object
+from agentbox_gateway.file_fields import error_fields
+from agentbox_gateway.mcp_tools.files import action_object, failure_object
 from agentbox_gateway.planes.files import (
     READ_LIMIT,
     FileOperationError,

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
-from ..planes.files import COMMANDS, REPLACE_MODES, EditorResult
+from ..file_fields import editor_object
+from ..planes.files import COMMANDS, REPLACE_MODES
 from .registry import ToolSpec
 from .results import json_result
 
@@ -80,21 +81,6 @@ INPUT_SCHEMA: dict[str, Any] = {
     "required": ["command", "path"],
     "additionalProperties": False,
 }
-
-
-def editor_object(result: EditorResult) -> dict[str, Any]:
-    """AIO 1.x's editor object (``StrReplaceEditorResult`` plus ``command`` and ``success``), which
-    the REST route answers with too."""
-    return {
-        "command": result.command,
-        "path": result.path,
-        "output": result.output,
-        "prev_exist": result.prev_exist,
-        "error": result.error,
-        "old_content": result.old_content,
-        "new_content": result.new_content,
-        "success": result.success,
-    }
 
 
 def tools(planes: Planes) -> list[ToolSpec]:

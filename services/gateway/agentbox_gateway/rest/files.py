@@ -22,8 +22,7 @@ from pydantic import Field
 from starlette.exceptions import HTTPException
 from starlette.types import Message
 
-from ..mcp_tools.editor import editor_object
-from ..mcp_tools.files import action_fields, error_fields
+from ..file_fields import action_fields, editor_object, error_fields
 from ..planes.files import FileOperationError, FileResult, GlobQuery, GrepQuery, ListQuery, SavedUpload
 from ..settings import GatewaySettings
 from .bodies import StrictBody
