@@ -7,11 +7,11 @@ import docker
 import httpx
 import pytest
 
+from tests.support.builtin_tools import BUILTIN_TOOLS
 from tests.support.jsonrpc import list_tool_names
 
 from .conftest import MCP_TOKEN
 from .dockerbox import Box, mcp_payload, mcp_post, running_box
-from .test_image_gateway import BUILTINS
 
 pytestmark = pytest.mark.docker
 
@@ -73,7 +73,7 @@ def test_api_mode_mounts_mcp_and_the_standalone_program_stays_off(
         assert states["mcp-mode"] == "STOPPED"
         assert states["browser"] == "STOPPED"
         gateway_tools = list_tool_names(api_box.url(8091, "/mcp"))
-        assert gateway_tools == BUILTINS, "DISABLE_BROWSER=true must also leave the browser unregistered"
+        assert gateway_tools == BUILTIN_TOOLS, "DISABLE_BROWSER=true must also leave the browser unregistered"
         for path in ("/mcp/", "/mcp"):
             url = api_box.url(8080, path)
             assert mcp_post(url, "tools/list").status_code == 401
