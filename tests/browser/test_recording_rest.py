@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,9 +14,11 @@ from agent_sandbox import AsyncSandbox, Sandbox
 from agent_sandbox.core.api_error import ApiError
 from agent_sandbox.types.display_record_result import DisplayRecordResult
 
+from tests.support.requirements import needs_program
+
 pytestmark = [
     pytest.mark.chromium,
-    pytest.mark.skipif(shutil.which("ffprobe") is None, reason="needs Debian's ffmpeg"),
+    needs_program("ffprobe", "ffmpeg"),
 ]
 
 ANIMATED = (

@@ -15,9 +15,10 @@ from mcp import Client
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.jsonrpc import call_tool, rpc, tool_text
+from tests.support.requirements import needs_program
 from tests.support.servers import serve_app
 
-needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+needs_node = needs_program("node", "nodejs")
 
 SEED_ENTRY = {
     "description": "Execute code in Python or JavaScript runtime.",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -20,10 +19,11 @@ from agentbox_gateway.planes.code import (
     UnsupportedLanguage,
 )
 from agentbox_gateway.settings import GatewaySettings
+from tests.support.requirements import needs_program
 
 pytestmark = pytest.mark.anyio
 
-needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+needs_node = needs_program("node", "nodejs")
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ unmodified: every answer must parse into its models (required fields present).""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import time
 from collections.abc import Iterator
@@ -21,7 +20,9 @@ from agent_sandbox.types import (
     NodeJsSessionInfo,
 )
 
-needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+from tests.support.requirements import needs_program
+
+needs_node = needs_program("node", "nodejs")
 
 
 @pytest.fixture

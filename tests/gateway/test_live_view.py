@@ -22,6 +22,7 @@ from tests.support.display import Display, display_stack
 from tests.support.headless_chromium import shown_page
 from tests.support.jsonrpc import call_tool, tool_json, tool_text
 from tests.support.png import decode_png
+from tests.support.requirements import missing
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.chromium
@@ -33,7 +34,7 @@ NOVNC = Path("/usr/share/novnc")
 @pytest.fixture(scope="module")
 def display() -> Iterator[Display]:
     if not (NOVNC / "vnc.html").exists():
-        pytest.skip("Debian's novnc is not installed")
+        missing("Debian's novnc is not installed (apt-get install novnc)")
     with display_stack() as stack:
         yield stack
 

@@ -10,10 +10,8 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import pytest
-
 from tests.support.headless_chromium import stop
-from tests.support.requirements import require_chromium
+from tests.support.requirements import require_chromium, require_program
 from tests.support.servers import free_port, stop_group, wait_http
 
 
@@ -26,10 +24,7 @@ class Display:
 
 
 def _require(program: str) -> str:
-    path = shutil.which(program)
-    if path is None:
-        pytest.skip(f"{program} is not installed (Debian: xvfb, x11vnc)")
-    return path
+    return require_program(program, "xvfb, x11vnc")
 
 
 @contextlib.contextmanager

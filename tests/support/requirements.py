@@ -19,6 +19,21 @@ def missing(reason: str) -> None:
     pytest.skip(reason)
 
 
+def needs_program(program: str, package: str) -> pytest.MarkDecorator:
+    """Skips the test when ``program`` is not on PATH, except in CI, where the test runs (and fails)."""
+    return pytest.mark.skipif(
+        not STRICT and shutil.which(program) is None, reason=f"{program} is not installed (Debian: {package})"
+    )
+
+
+def require_program(program: str, package: str) -> str:
+    path = shutil.which(program)
+    if path is None:
+        missing(f"{program} is not installed (Debian: {package})")
+        raise AssertionError("unreachable")
+    return path
+
+
 @functools.cache
 def chromium_path() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome"):
