@@ -10,7 +10,8 @@ request), then hands the call to the first :class:`FastCalls` that owns the name
 (``upstreams.forwarding``). Every request it would have to refuse goes to the door untouched, so
 every refusal stays the SDK's: other methods, unknown tools, notifications, batches, malformed
 envelopes or params, header mismatches; so do bodies over 64 KiB, which would cost more to parse
-twice than the door costs. Calls with a progress token never get here (``mcp_streaming``).
+twice than the door costs, and calls with a progress token from a client that accepts SSE (the
+door's ``mcp_streaming`` splitter answers those over SSE).
 ``tests/gateway/test_mcp_fast_path.py`` compares its answers with the door's, byte for byte."""
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from mcp.shared.inbound import (
     find_duplicated_routing_header,
     validate_mcp_param_headers,
 )
-from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data, progress_token_from_params
 from mcp.shared.message import MessageMetadata, ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types import DEFAULT_NEGOTIATED_VERSION, ErrorData, JSONRPCError, JSONRPCResponse, RequestId
@@ -107,7 +108,7 @@ class ToolCallFastPath:
             body = await request.body()
         except ClientDisconnect:
             return
-        claimed = self._claim(body, version, request.headers)
+        claimed = self._claim(body, version, request.headers, sse=check_accept_headers(request)[1])
         if claimed is None:
             await self.door(scope, replay_body(body, receive), send)
             return
@@ -130,8 +131,9 @@ class ToolCallFastPath:
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER, DEFAULT_NEGOTIATED_VERSION)
         return version if version in HANDSHAKE_PROTOCOL_VERSIONS or version in MODERN_PROTOCOL_VERSIONS else None
 
-    def _claim(self, body: bytes, version: str, headers: Headers) -> tuple[FastCalls, ToolCall] | None:
-        """The handler and the call of a valid ``tools/call`` for a tool a handler owns, else ``None``."""
+    def _claim(self, body: bytes, version: str, headers: Headers, *, sse: bool) -> tuple[FastCalls, ToolCall] | None:
+        """The handler and the call of a valid ``tools/call`` for a tool a handler owns, else ``None``
+        (also for a call asking for progress when the client accepts SSE, ``sse``)."""
         try:
             message = json.loads(body)
         except (ValueError, RecursionError):
@@ -142,7 +144,7 @@ class ToolCallFastPath:
         if isinstance(request_id, bool) or not isinstance(request_id, int | str) or not isinstance(params, dict):
             return None
         name = params.get("name")
-        if not isinstance(name, str):
+        if not isinstance(name, str) or (sse and progress_token_from_params(params) is not None):
             return None
         handler = next((handler for handler in self.handlers if handler.owns(name)), None)
         if handler is None:
