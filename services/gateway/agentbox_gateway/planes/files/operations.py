@@ -44,6 +44,7 @@ from .tree import (
     grep_files,
     list_directory,
     open_nonblocking,
+    read_up_to,
     split_lines,
 )
 
@@ -88,7 +89,7 @@ def _read_bytes(real: str, operation: str, path: str, limit: int = READ_LIMIT) -
         _require_regular(info, operation, path)
         if info.st_size > limit:
             raise _too_large(operation, path, limit)
-        data = handle.read(limit + 1)
+        data = read_up_to(handle, info.st_size, limit)
     if len(data) > limit:
         raise _too_large(operation, path, limit)
     return data
