@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import io
 import json
 import os
 import stat
@@ -32,7 +33,8 @@ from agentbox_gateway.planes.files import (
     ListQuery,
     SavedUpload,
 )
-from agentbox_gateway.planes.files.tree import GREP_MAX_MATCHES, glob_to_regex
+from agentbox_gateway.planes.files.operations import INLINE_READ_LIMIT
+from agentbox_gateway.planes.files.tree import GREP_MAX_MATCHES, glob_to_regex, read_up_to
 from agentbox_gateway.rest.files import upload_data
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.fifos import watched_fifo
@@ -181,6 +183,26 @@ async def test_read_limit(files: WrittenOut, tmp_path: Path) -> None:
     error = await failure_of(files.read(str(big)))
     assert (error.errno_name, error.error_type) == ("EFBIG", "too_large")
     assert "download" in error.message
+
+
+async def test_reads_either_side_of_the_inline_limit_and_of_files_that_say_size_0(
+    files: WrittenOut, tmp_path: Path
+) -> None:
+    """Small files are read on the event loop, bigger ones in the worker thread, whole either way;
+    a procfs file says size 0 and is read whole too."""
+    for size in (0, 1, INLINE_READ_LIMIT, INLINE_READ_LIMIT + 1, 3 * INLINE_READ_LIMIT):
+        text = ("0123456789abcde\n" * (size // 16 + 1))[:size]
+        path = tmp_path / f"f{size}.txt"
+        path.write_text(text)
+        assert (await files.read(str(path)))["content"] == text
+    status = (await files.read("/proc/self/status"))["content"]
+    assert status.startswith("Name:") and "Pid:" in status
+
+
+def test_a_file_that_grew_after_its_stat_is_read_on_up_to_the_limit() -> None:
+    assert read_up_to(io.BytesIO(b"abc"), 3, 10) == b"abc"
+    assert read_up_to(io.BytesIO(b"abcdef"), 3, 10) == b"abcdef"
+    assert read_up_to(io.BytesIO(b"x" * 20), 3, 10) == b"x" * 11  # one past the limit: refused as too large
 
 
 def _read_here(path: str) -> dict:

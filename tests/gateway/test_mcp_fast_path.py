@@ -154,3 +154,15 @@ def test_a_modern_call_whose_routing_headers_disagree_is_the_sdks_refusal() -> N
             assert answers(fast, wrong, body) == answers(sdk, wrong, body)
             assert answers(fast, wrong, body)[0] == 400
         assert fast_entries.count == 4
+
+
+def test_a_progress_call_from_a_client_without_sse_is_answered_in_json_by_the_fast_path() -> None:
+    json_only = {**JSON, "Accept": "application/json"}
+    with door(fast_path=True) as (fast, fast_entries), door(fast_path=False) as (sdk, _):
+        for version in VERSIONS:
+            headers, body = requests_for(version, SLOW["progress token"], 5)
+            by_fast = httpx.post(fast, json=body, headers={**json_only, **headers}, timeout=30)
+            by_sdk = httpx.post(sdk, json=body, headers={**json_only, **headers}, timeout=30)
+            assert (by_fast.status_code, by_fast.content) == (by_sdk.status_code, by_sdk.content), version
+            assert by_fast.headers["content-type"] == "application/json"
+        assert fast_entries.count == 0

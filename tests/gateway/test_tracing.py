@@ -11,12 +11,14 @@ import time
 from pathlib import Path
 
 import httpx
+from mcp.server import Server
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agentbox_common.observability.tracing import untraced
 from tests.support.servers import console_script, free_port, run_command, serve_app
 
 
@@ -56,6 +58,33 @@ def test_spans_reach_the_collector(tmp_path: Path) -> None:
     assert any(span.name.startswith("GET") and "/v1/sandbox" in span.name for _, span in spans), [
         span.name for _, span in spans
     ]
+
+
+def test_tool_calls_have_the_mcp_sdks_span_when_tracing(tmp_path: Path) -> None:
+    received: list[ExportTraceServiceRequest] = []
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sandbox_get_context"}}
+    with serve_app(collector(received)) as otlp:
+        port = free_port()
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp, "OTEL_BSP_SCHEDULE_DELAY": "100", "HOME": str(tmp_path)}
+        base = f"http://127.0.0.1:{port}"
+        with run_command([console_script("aiod"), "start", "--port", str(port)], env, f"{base}/health"):
+            assert httpx.post(f"{base}/mcp", json=call, headers={"Accept": "application/json"}).status_code == 200
+            deadline = time.monotonic() + 20
+            names: list[str] = []
+            while "tools/call sandbox_get_context" not in names and time.monotonic() < deadline:
+                time.sleep(0.1)
+                names = [
+                    span.name for m in received for r in m.resource_spans for sc in r.scope_spans for span in sc.spans
+                ]
+    assert "tools/call sandbox_get_context" in names, names
+
+
+def test_without_tracing_the_mcp_sdks_span_middleware_is_dropped_and_nothing_else() -> None:
+    server = Server("probe")
+    kept = object()
+    server.middleware.append(kept)  # type: ignore[arg-type]
+    untraced(server)
+    assert server.middleware == [kept]
 
 
 def test_not_imported_without_an_endpoint() -> None:

@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common.mcp_progress import RunningCalls
+from agentbox_common.observability.tracing import untraced
 
 from . import __version__, browser_auth, cdp_proxy, preview_proxy, vnc, web
 from .mcp_door import build_mcp_routes, build_mcp_server
@@ -65,6 +66,8 @@ def build_app(settings: GatewaySettings) -> Starlette:
     upstreams = UpstreamRouter.from_config(settings)
     running = RunningCalls()  # the door's and the upstream forwarder's calls, for notifications/cancelled
     mcp_server = build_mcp_server(registry, upstreams, running)
+    if not settings.observability.traces:
+        untraced(mcp_server)
     mcp_routes = build_mcp_routes(
         mcp_server, settings.host, upstreams=upstreams, builtins=frozenset(registry.names), running=running
     )

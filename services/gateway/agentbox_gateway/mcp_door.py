@@ -14,6 +14,7 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from agentbox_common.mcp_progress import LogLevel, RunningCalls
 from agentbox_common.mcp_tools import ToolRegistry, build_server
@@ -119,7 +120,9 @@ def build_mcp_routes(
     lifespan_state = mcp_streaming.chain_lifespan(server, sse_manager)
     (route,) = sdk_app.routes
     assert isinstance(route, Route)
-    endpoint = route.endpoint
+    # The fast path goes first, so its calls read and parse their body once; the rest, calls asking
+    # for progress over SSE included, reach the splitter as they came.
+    endpoint: ASGIApp = mcp_streaming.ProgressSplitter(route.endpoint, sse_endpoint, max_body=MAX_MCP_BODY_BYTES)
     if fast_path:
         handlers: list[FastCalls] = [BuiltinCalls(server, builtins, lifespan_state)]
         if upstreams:
@@ -127,5 +130,4 @@ def build_mcp_routes(
                 UpstreamCalls(upstreams, builtins=builtins, server_info=server.server_info_stamp, running=running)
             )
         endpoint = ToolCallFastPath(endpoint, handlers)
-    splitter = mcp_streaming.ProgressSplitter(endpoint, sse_endpoint, max_body=MAX_MCP_BODY_BYTES)
-    return [Route(MCP_PATH, endpoint=McpEdge(splitter, MAX_MCP_BODY_BYTES))]
+    return [Route(MCP_PATH, endpoint=McpEdge(endpoint, MAX_MCP_BODY_BYTES))]

@@ -10,15 +10,17 @@ request), then hands the call to the first :class:`FastCalls` that owns the name
 (``upstreams.forwarding``). Every request it would have to refuse goes to the door untouched, so
 every refusal stays the SDK's: other methods, unknown tools, notifications, batches, malformed
 envelopes or params, header mismatches; so do bodies over 64 KiB, which would cost more to parse
-twice than the door costs. Calls with a progress token never get here (``mcp_streaming``).
+twice than the door costs, and calls with a progress token from a client that accepts SSE (the
+door's ``mcp_streaming`` splitter answers those over SSE).
 ``tests/gateway/test_mcp_fast_path.py`` compares its answers with the door's, byte for byte."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
@@ -36,7 +38,7 @@ from mcp.shared.inbound import (
     find_duplicated_routing_header,
     validate_mcp_param_headers,
 )
-from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data, progress_token_from_params
 from mcp.shared.message import MessageMetadata, ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types import DEFAULT_NEGOTIATED_VERSION, ErrorData, JSONRPCError, JSONRPCResponse, RequestId
@@ -99,7 +101,8 @@ class ToolCallFastPath:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
-        version = self._version(request)
+        accepts_json, accepts_sse = check_accept_headers(request)
+        version = self._version(request) if accepts_json else None
         if version is None:
             await self.door(scope, receive, send)
             return
@@ -107,7 +110,7 @@ class ToolCallFastPath:
             body = await request.body()
         except ClientDisconnect:
             return
-        claimed = self._claim(body, version, request.headers)
+        claimed = self._claim(body, version, request.headers, sse=accepts_sse)
         if claimed is None:
             await self.door(scope, replay_body(body, receive), send)
             return
@@ -116,13 +119,12 @@ class ToolCallFastPath:
         await Response(content, status_code=status, media_type="application/json")(scope, receive, send)
 
     def _version(self, request: Request) -> str | None:
-        """The request's protocol version when only its body can stop it from taking the fast path."""
+        """The request's protocol version when only its body (or its ``Accept``, checked by the
+        caller) can stop it from taking the fast path."""
         headers = request.headers
         if request.method != "POST":
             return None
         if headers.get("content-type", "").split(";")[0].strip() != "application/json":
-            return None
-        if not check_accept_headers(request)[0]:
             return None
         length = headers.get("content-length", "")
         if not length.isdigit() or int(length) > self.max_body:
@@ -130,8 +132,9 @@ class ToolCallFastPath:
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER, DEFAULT_NEGOTIATED_VERSION)
         return version if version in HANDSHAKE_PROTOCOL_VERSIONS or version in MODERN_PROTOCOL_VERSIONS else None
 
-    def _claim(self, body: bytes, version: str, headers: Headers) -> tuple[FastCalls, ToolCall] | None:
-        """The handler and the call of a valid ``tools/call`` for a tool a handler owns, else ``None``."""
+    def _claim(self, body: bytes, version: str, headers: Headers, *, sse: bool) -> tuple[FastCalls, ToolCall] | None:
+        """The handler and the call of a valid ``tools/call`` for a tool a handler owns, else ``None``
+        (also for a call asking for progress when the client accepts SSE, ``sse``)."""
         try:
             message = json.loads(body)
         except (ValueError, RecursionError):
@@ -142,7 +145,7 @@ class ToolCallFastPath:
         if isinstance(request_id, bool) or not isinstance(request_id, int | str) or not isinstance(params, dict):
             return None
         name = params.get("name")
-        if not isinstance(name, str):
+        if not isinstance(name, str) or (sse and progress_token_from_params(params) is not None):
             return None
         handler = next((handler for handler in self.handlers if handler.owns(name)), None)
         if handler is None:
@@ -184,8 +187,13 @@ class _OneRequest:
     transport: TransportContext
     request_id: RequestId
     message_metadata: MessageMetadata
-    cancel_requested: anyio.Event = field(default_factory=anyio.Event)
     can_send_request: bool = False
+
+    @functools.cached_property
+    def cancel_requested(self) -> anyio.Event:
+        """Made when a handler first asks (an anyio ``Event`` costs some 3 µs; none of ours asks:
+        ``notifications/cancelled`` goes through ``RunningCalls``)."""
+        return anyio.Event()
 
     async def send_raw_request(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> dict[str, Any]:
         raise NoBackChannelError(method)

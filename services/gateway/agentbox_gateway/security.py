@@ -5,6 +5,7 @@ JSON-RPC error object, a page load gets the login form, elsewhere the REST envel
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import socket
@@ -139,11 +140,16 @@ class HostGuard:
         self.allowed = tuple(allowed_hosts)
         self.active = active
         self.own_names = frozenset(own_host_names() if own_names is None else own_names)
+        # A client sends the same few Host values again and again; parsing one costs a few µs.
+        self._host_allowed = functools.lru_cache(maxsize=256)(self._judge)
+
+    def _judge(self, host: bytes) -> bool:
+        return host_allowed(host.decode("latin-1"), self.allowed, self.own_names)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.active and scope["type"] in ("http", "websocket"):
             host = dict(scope["headers"]).get(b"host")
-            if host is not None and not host_allowed(host.decode("latin-1"), self.allowed, self.own_names):
+            if host is not None and not self._host_allowed(host):
                 await _refuse(
                     scope,
                     send,

@@ -79,14 +79,22 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
         )
         self._tool_labels: set[str] = set()
+        # Each label set's children, found once: ``labels()`` takes a lock and checks its arguments.
+        self._request_series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+        self._tool_series: dict[tuple[str, ToolOutcome], tuple[Counter, Histogram]] = {}
 
     def add_collector(self, collect: Callable[[], Iterable[Metric]]) -> None:
         """Register ``collect``, called at every scrape for values kept elsewhere."""
         self.registry.register(_ScrapeCollector(collect))
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
-        self.requests.labels(method, route, str(status)).inc()
-        self.request_seconds.labels(method, route).observe(seconds)
+        key = (method, route, status)
+        series = self._request_series.get(key)
+        if series is None:
+            series = (self.requests.labels(method, route, str(status)), self.request_seconds.labels(method, route))
+            self._request_series[key] = series
+        series[0].inc()
+        series[1].observe(seconds)
 
     def observe_tool_call(self, tool: str, outcome: ToolOutcome, seconds: float) -> None:
         if tool not in self._tool_labels:
@@ -94,8 +102,13 @@ class Metrics:
                 tool = "other"
             else:
                 self._tool_labels.add(tool)
-        self.tool_calls.labels(tool, outcome.value).inc()
-        self.tool_seconds.labels(tool).observe(seconds)
+        key = (tool, outcome)
+        series = self._tool_series.get(key)
+        if series is None:
+            series = (self.tool_calls.labels(tool, outcome.value), self.tool_seconds.labels(tool))
+            self._tool_series[key] = series
+        series[0].inc()
+        series[1].observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -6,7 +6,12 @@ imported, so a server that does not trace pays nothing, not even the import."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from starlette.types import ASGIApp
+
+if TYPE_CHECKING:
+    from mcp.server import Server
 
 
 def traced(app: ASGIApp, service_name: str) -> ASGIApp:
@@ -22,3 +27,12 @@ def traced(app: ASGIApp, service_name: str) -> ASGIApp:
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     return OpenTelemetryMiddleware(app, tracer_provider=provider)
+
+
+def untraced(server: Server) -> None:
+    """Drop the MCP SDK's span per message (its ``OpenTelemetryMiddleware``, on by default: some
+    10 µs of a built-in tool call) from a server in a process that exports no traces, where those
+    spans are never recorded. The SDK's documented opt-out: remove it from ``Server.middleware``."""
+    from mcp.server._otel import OpenTelemetryMiddleware
+
+    server.middleware[:] = [layer for layer in server.middleware if not isinstance(layer, OpenTelemetryMiddleware)]

@@ -3,7 +3,9 @@ list, grep, glob), uploads and downloads, each returning a record of :mod:`.resu
 with one error (:mod:`.errors`).
 
 Every operation runs its blocking file I/O in one worker thread (``anyio.to_thread``) so a slow disk
-or a big tree never stalls the event loop; the tree-walking actions live in :mod:`.tree`."""
+or a big tree never stalls the event loop, except a ``read`` of a regular file of at most
+:data:`INLINE_READ_LIMIT` bytes: for it the thread hop costs more than the read. The tree-walking
+actions live in :mod:`.tree`."""
 
 from __future__ import annotations
 
@@ -42,12 +44,17 @@ from .tree import (
     grep_files,
     list_directory,
     open_nonblocking,
+    read_up_to,
     split_lines,
 )
 
 #: aiod's limit for a file read into a tool answer (download streams instead).
 READ_LIMIT = 16 * 1024 * 1024
 ENCODINGS = ("utf-8", "base64", "raw")
+#: Regular files up to this size are read on the event loop (a ``stat`` says so first): the worker
+#: thread hop (some 0.1 ms under load) costs more than reading them. A file that grows between that
+#: ``stat`` and the read is still read whole, within :data:`READ_LIMIT`.
+INLINE_READ_LIMIT = 64 * 1024
 
 T = TypeVar("T")
 
@@ -65,6 +72,16 @@ def _not_regular(operation: str, path: str) -> FileOperationError:
     return FileOperationError.invalid(operation, path, "not a regular file", "invalid_target")
 
 
+def _small_regular_file(path: str) -> bool:
+    """Whether ``path`` is a regular file small enough to read without leaving the event loop
+    (anything else, missing files included, goes to the worker thread and fails there)."""
+    try:
+        info = os.stat(os.path.expanduser(path))
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size <= INLINE_READ_LIMIT
+
+
 def _read_bytes(real: str, operation: str, path: str, limit: int = READ_LIMIT) -> bytes:
     """A regular file's bytes, refusing FIFOs/devices (they block or never end) and files over ``limit``."""
     with open_nonblocking(real) as handle:
@@ -72,7 +89,7 @@ def _read_bytes(real: str, operation: str, path: str, limit: int = READ_LIMIT) -
         _require_regular(info, operation, path)
         if info.st_size > limit:
             raise _too_large(operation, path, limit)
-        data = handle.read(limit + 1)
+        data = read_up_to(handle, info.st_size, limit)
     if len(data) > limit:
         raise _too_large(operation, path, limit)
     return data
@@ -227,12 +244,15 @@ class FilePlane:
     async def aclose(self) -> None:
         """Nothing to release: every operation opens and closes its own files."""
 
-    async def _run(self, operation: str, path: str, fn: Callable[..., T], *args: Any) -> T:
+    async def _run(self, operation: str, path: str, fn: Callable[..., T], *args: Any, inline: bool = False) -> T:
+        """``fn(real_path, path, *args)`` in the worker thread, or here when ``inline`` (the caller
+        checked that the work is a small file's)."""
+
         def job() -> T:
             real = resolve_path(path, operation)
             return guarded(operation, path, lambda: fn(real, path, *args))
 
-        return await anyio.to_thread.run_sync(job)
+        return job() if inline else await anyio.to_thread.run_sync(job)
 
     @staticmethod
     def _check_encoding(operation: str, path: str, encoding: str | None) -> str:
@@ -256,7 +276,8 @@ class FilePlane:
         for name, value in (("start_line", start_line), ("end_line", end_line)):
             if value is not None and value < 0:
                 raise FileOperationError.invalid("read", path, f"{name} must be 0 or more")
-        return await self._run("read", path, _read, encoding, start_line, end_line)
+        inline = _small_regular_file(path)
+        return await self._run("read", path, _read, encoding, start_line, end_line, inline=inline)
 
     async def write(
         self,

@@ -63,6 +63,17 @@ def open_nonblocking(real: str) -> IO[bytes]:
     return os.fdopen(os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb")
 
 
+def read_up_to(handle: IO[bytes], size: int, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of a file ``fstat`` said has ``size`` (no more than ``limit``):
+    one read of ``size + 1`` when it has not grown, since ``read(limit + 1)`` allocates, then
+    shrinks, a buffer of ``limit`` bytes (16 MiB for a 1 KiB file: 13 µs of a 17 µs read); read on,
+    up to the limit, when it has grown or said 0 (procfs)."""
+    data = handle.read(size + 1)
+    if len(data) > size:
+        data += handle.read(limit + 1 - len(data))
+    return data
+
+
 def split_lines(text: str) -> list[str]:
     """Lines split on ``\\n`` only, each keeping its terminator (line numbers agree with ``grep -n``)."""
     lines = text.split("\n")
@@ -340,7 +351,7 @@ def _grep_text(file_path: str, size_limit: int) -> str | None:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode) or info.st_size > size_limit:
                 return None
-            data = handle.read(size_limit + 1)
+            data = read_up_to(handle, info.st_size, size_limit)
     except OSError:
         return None
     if len(data) > size_limit or b"\x00" in data[:8192]:
