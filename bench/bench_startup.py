@@ -9,6 +9,9 @@ the PSS of its whole process tree (the gateway's interpreters are child processe
 built on its first request, and each language's interpreter is started by its first code call, so
 the gateway's first REST call (``GET /v1/sandbox``, after the memory is read) and its first
 ``sandbox_execute_code`` in Python and in JavaScript pay for them: those calls' times are printed too.
+Smaller first-use costs, not timed here (a few ms each): the first browser call makes its httpx client
+(importing httpcore and h11), the first GUI call on a display imports Xlib, the first skill call
+YAML, the first preview yarl (and aiohttp), the first CDP relay the WebSocket client.
 
 The project's own modules are compiled to bytecode first, as installing them (the image's
 ``pip install``) does and as the SDK's already are: an editable install under
