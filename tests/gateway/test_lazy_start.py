@@ -2,7 +2,7 @@
 built by its first request) nor aiohttp (loaded by the first upstream call or preview) nor
 jsonschema (loaded by the first tool call, which checks its arguments), and neither building it nor
 answering its first ``tools/list`` loads what only other calls use (httpcore with an httpx client's
-transport, Xlib, YAML, tar archives, yarl, the WebSocket client), it starts
+transport, Xlib, YAML, tar archives, yarl, the WebSocket client, the code plane), it starts
 no interpreter before a code call needs one, and the REST door still answers its first request,
 built once, in a thread, while ``/mcp`` goes on answering."""
 
@@ -40,7 +40,16 @@ def test_building_the_gateway_loads_neither_fastapi_nor_aiohttp_nor_jsonschema()
 
 
 #: Loaded by the first call that needs them, never by start-up (each costs milliseconds of it).
-FIRST_USE_ONLY = ("httpcore", "h11", "Xlib", "yaml", "tarfile", "yarl", "websockets.asyncio.client")
+FIRST_USE_ONLY = (
+    "httpcore",
+    "h11",
+    "Xlib",
+    "yaml",
+    "tarfile",
+    "yarl",
+    "websockets.asyncio.client",
+    "agentbox_gateway.planes.code.plane",
+)
 LISTING_PROBE = """
 import asyncio, dataclasses, json, sys
 from agentbox_gateway.app import build_app
