@@ -1,6 +1,8 @@
 """A gateway that only serves MCP stays lean: building it loads neither FastAPI (the REST door is
 built by its first request) nor aiohttp (loaded by the first upstream call or preview) nor
-jsonschema (loaded by the first tool call, which checks its arguments), it starts
+jsonschema (loaded by the first tool call, which checks its arguments), and neither building it nor
+answering its first ``tools/list`` loads what only other calls use (httpcore with an httpx client's
+transport, Xlib, YAML, tar archives, yarl, the WebSocket client, the code plane), it starts
 no interpreter before a code call needs one, and the REST door still answers its first request,
 built once, in a thread, while ``/mcp`` goes on answering."""
 
@@ -34,6 +36,55 @@ print(sorted({name.split(".")[0] for name in sys.modules} & {"fastapi", "aiohttp
 
 def test_building_the_gateway_loads_neither_fastapi_nor_aiohttp_nor_jsonschema() -> None:
     loaded = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=True)
+    assert loaded.stdout.strip() == "[]", loaded.stderr
+
+
+#: Loaded by the first call that needs them, never by start-up (each costs milliseconds of it).
+FIRST_USE_ONLY = (
+    "httpcore",
+    "h11",
+    "Xlib",
+    "yaml",
+    "tarfile",
+    "yarl",
+    "websockets.asyncio.client",
+    "agentbox_gateway.planes.code.plane",
+)
+LISTING_PROBE = """
+import asyncio, dataclasses, json, sys
+from agentbox_gateway.app import build_app
+from agentbox_gateway.settings import GatewaySettings
+
+async def tools_list(app):
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+    headers = [(b"host", b"127.0.0.1:8091"), (b"content-type", b"application/json"),
+               (b"accept", b"application/json, text/event-stream"), (b"content-length", b"%d" % len(body))]
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+             "scheme": "http", "path": "/mcp", "raw_path": b"/mcp", "root_path": "", "query_string": b"",
+             "headers": headers, "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8091)}
+    sent, answer = [], []
+    async def receive():
+        if sent:
+            await asyncio.Event().wait()
+        sent.append(1)
+        return {"type": "http.request", "body": body, "more_body": False}
+    async def send(message):
+        answer.append(message)
+    async with app.router.lifespan_context(app):
+        await app(scope, receive, send)
+    return answer[0]["status"], json.loads(b"".join(m.get("body", b"") for m in answer[1:]))
+
+app = build_app(dataclasses.replace(GatewaySettings(), browser_proxy_port=0))
+status, listed = asyncio.run(tools_list(app))
+assert status == 200 and listed["result"]["tools"], (status, listed)
+print(sorted(name for name in sys.argv[1:] if name in sys.modules))
+"""
+
+
+def test_start_up_and_the_first_tools_list_load_nothing_only_other_calls_use() -> None:
+    loaded = subprocess.run(
+        [sys.executable, "-c", LISTING_PROBE, *FIRST_USE_ONLY], capture_output=True, text=True, timeout=60, check=True
+    )
     assert loaded.stdout.strip() == "[]", loaded.stderr
 
 

@@ -22,7 +22,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import Scope
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
-from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from agentbox_common.http import plain_http_only
@@ -153,6 +152,8 @@ class CdpProxy:
 
     async def devtools_socket(self, websocket: WebSocket) -> None:
         """``WS /cdp/devtools/...`` relayed to Chromium's ``/devtools/...`` in both directions."""
+        from websockets.asyncio.client import connect  # imported where used: the first relay loads it
+
         query = _without_credentials(websocket.url.query)
         url = f"{self.ws_root}/devtools/{websocket.path_params['path']}" + (f"?{query}" if query else "")
         try:

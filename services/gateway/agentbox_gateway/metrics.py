@@ -15,7 +15,7 @@ def gateway_collector(planes: Planes, upstreams: UpstreamRouter) -> Callable[[],
     def collect() -> Iterable[Metric]:
         yield GaugeMetricFamily("agentbox_shell_sessions", "Open shell sessions.", value=len(planes.shell.sessions()))
         yield GaugeMetricFamily(
-            "agentbox_code_sessions", "Open code interpreter sessions.", value=planes.code.session_count
+            "agentbox_code_sessions", "Open code interpreter sessions.", value=planes.code_session_count
         )
         up = GaugeMetricFamily(
             "agentbox_upstream_up",

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 from mcp import types
 
 from ..mcp_streaming import current_output_sink
-from ..planes.code import Execution
 from .registry import ToolSpec
 from .results import text_result
 
 if TYPE_CHECKING:
     from ..planes import Planes
+    from ..planes.code import Execution
 
 DESCRIPTION = "Execute code in Python or JavaScript runtime."
 

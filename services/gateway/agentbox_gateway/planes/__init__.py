@@ -3,12 +3,13 @@ errors. The MCP tools and the REST routes are thin doors over these; a behaviour
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..settings import GatewaySettings
 from .browser import BrowserPlane
 from .browser.page import PagePlane
-from .code import CodePlane
 from .context import ContextPlane
 from .files import ConvertPlane, EditorPlane, FilePlane, FileWatchPlane
 from .hooks import HookPlane
@@ -16,11 +17,13 @@ from .preview import PreviewPlane
 from .proxy import ProxyPlane
 from .shell import ShellPlane
 
+if TYPE_CHECKING:  # imported where made: the code plane is the largest, and only code calls need it
+    from .code import CodePlane
+
 
 @dataclass
 class Planes:
     shell: ShellPlane
-    code: CodePlane
     files: FilePlane
     editor: EditorPlane
     context: ContextPlane
@@ -31,6 +34,27 @@ class Planes:
     watch: FileWatchPlane
     hooks: HookPlane
     proxy: ProxyPlane
+    settings: GatewaySettings
+    _code: CodePlane | None = field(default=None, init=False, repr=False)
+    _making: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def code(self) -> CodePlane:
+        """Made on first use (a code call, the REST door, a metrics scrape): its modules are the
+        planes' largest, and a gateway that runs no code needs none of them. Locked, as the REST door
+        is built in a worker thread."""
+        if self._code is None:
+            with self._making:
+                if self._code is None:
+                    from .code import CodePlane
+
+                    self._code = CodePlane(self.settings)
+        return self._code
+
+    @property
+    def code_session_count(self) -> int:
+        """Open code sessions, without making the code plane (metrics collect once at start-up)."""
+        return self._code.session_count if self._code is not None else 0
 
     @classmethod
     def create(cls, settings: GatewaySettings) -> Planes:
@@ -38,7 +62,6 @@ class Planes:
         browser = BrowserPlane(settings)
         return cls(
             shell=ShellPlane(settings),
-            code=CodePlane(settings),
             files=files,
             editor=EditorPlane(files),
             context=ContextPlane(settings, browser.status),
@@ -49,13 +72,14 @@ class Planes:
             watch=FileWatchPlane(settings.max_file_watchers),
             hooks=HookPlane(settings.shutdown_hooks),
             proxy=ProxyPlane(settings.browser_proxy_port, browser),
+            settings=settings,
         )
 
     async def aclose(self) -> None:
         """Stop shells, interpreters and clients; each plane's ``aclose`` is idempotent."""
         for plane in (
             self.shell,
-            self.code,
+            self._code,
             self.files,
             self.editor,
             self.context,
@@ -67,4 +91,5 @@ class Planes:
             self.hooks,
             self.proxy,
         ):
-            await plane.aclose()
+            if plane is not None:
+                await plane.aclose()

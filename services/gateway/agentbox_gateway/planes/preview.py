@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-from yarl import URL
-
 from agentbox_common.errors import Invalid, TimedOut, Unavailable
 
 from ..settings import GatewaySettings
 
-if TYPE_CHECKING:  # imported where used: a gateway nobody previews through never loads aiohttp
+if TYPE_CHECKING:  # imported where used: a gateway nobody previews through never loads aiohttp (nor yarl)
     import aiohttp
+    from yarl import URL
 
 T = TypeVar("T")
 
@@ -274,6 +273,8 @@ class PreviewPlane:
 
     def _urls(self, target: Target, websocket: bool = False) -> list[tuple[str, URL]]:
         """The app's URL on each loopback address, the one it last answered on first."""
+        from yarl import URL
+
         scheme = "ws" if websocket else "http"
         query = without_key(target.query, self.key)
         tail = target.path.decode("latin-1") + (f"?{query.decode('latin-1')}" if query else "")

@@ -10,10 +10,12 @@ import itertools
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
+
+if TYPE_CHECKING:  # imported where used: the client loads with the first GUI call
+    from websockets.asyncio.client import ClientConnection
 
 from .errors import BrowserError, BrowserUnavailable
 
@@ -42,6 +44,8 @@ class CdpConnection:
 
     @classmethod
     async def open(cls, ws_url: str, on_event: EventListener | None = None, within: float = 5.0) -> CdpConnection:
+        from websockets.asyncio.client import connect
+
         try:
             ws = await connect(
                 ws_url, max_size=None, compression=None, ping_interval=None, open_timeout=within, proxy=None

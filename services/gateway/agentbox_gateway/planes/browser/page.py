@@ -5,6 +5,7 @@ operations (shared with its MCP page tools); this client calls them over its loo
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import httpx
@@ -17,15 +18,21 @@ from .errors import BrowserProgramUnavailable, PageFailed
 class PagePlane:
     def __init__(self, browser_url: str, timeout: float) -> None:
         self.browser_url = browser_url.rstrip("/")
-        self._http = httpx.AsyncClient(
+        self._timeout = timeout
+
+    @functools.cached_property
+    def _http(self) -> httpx.AsyncClient:
+        """Made on first use: a client's transport imports httpcore and h11 (some 50 ms of start-up)."""
+        return httpx.AsyncClient(
             base_url=self.browser_url,
-            timeout=httpx.Timeout(timeout, connect=3.0),
+            timeout=httpx.Timeout(self._timeout, connect=3.0),
             trust_env=False,
             verify=plain_http_only(),
         )
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if "_http" in self.__dict__:
+            await self._http.aclose()
 
     async def call(self, operation: str, arguments: dict[str, Any] | None = None) -> Any:
         """The operation's data; :class:`PageFailed` or :class:`BrowserProgramUnavailable` otherwise."""

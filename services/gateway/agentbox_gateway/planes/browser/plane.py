@@ -13,7 +13,7 @@ import struct
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -25,7 +25,9 @@ from .actions import Action, parse_action
 from .cdp import CdpConnection, CdpError
 from .errors import BrowserError, BrowserUnavailable, InvalidAction
 from .gui import InputDriver, InputState
-from .xdisplay import XDisplay, XInputDriver
+
+if TYPE_CHECKING:  # imported where used: Xlib loads with the first GUI call on a display
+    from .xdisplay import XDisplay
 
 #: Resolutions ``POST /v1/browser/config`` accepts (the agent-sandbox SDK's list).
 RESOLUTIONS = frozenset(
@@ -124,20 +126,34 @@ class BrowserPlane:
         #: The gateway's own address, for ``cdp_url`` when no request says how callers reach it.
         self.local_base = gateway_base(settings)
         self.vnc_enabled = settings.vnc_enabled
-        #: The display the GUI tools act on (the whole screen, real X input); None: the page, by CDP.
-        self._display = XDisplay(settings.display) if settings.vnc_enabled and settings.display else None
-        self._http = httpx.AsyncClient(timeout=3.0, trust_env=False, verify=plain_http_only())
+        self._display_name = settings.display if settings.vnc_enabled and settings.display else None
         self._connection: CdpConnection | None = None
         self._sessions: dict[str, PageSession] = {}
         self._lock = asyncio.Lock()
         self._input = InputState()
         self._input_lock = asyncio.Lock()
 
+    @functools.cached_property
+    def _display(self) -> XDisplay | None:
+        """The display the GUI tools act on (the whole screen, real X input); None: the page, by CDP.
+        Made on first use, so that Xlib is imported by the first GUI call, not at start-up."""
+        if self._display_name is None:
+            return None
+        from .xdisplay import XDisplay
+
+        return XDisplay(self._display_name)
+
+    @functools.cached_property
+    def _http(self) -> httpx.AsyncClient:
+        """Made on first use: a client's transport imports httpcore and h11 (some 50 ms of start-up)."""
+        return httpx.AsyncClient(timeout=3.0, trust_env=False, verify=plain_http_only())
+
     async def aclose(self) -> None:
         if self._connection is not None:
             await self._connection.aclose()
             self._connection = None
-        await self._http.aclose()
+        if "_http" in self.__dict__:
+            await self._http.aclose()
 
     # -- DevTools endpoint ---------------------------------------------------------------------
 
@@ -270,6 +286,8 @@ class BrowserPlane:
             return f"Waited {action.duration:g} seconds"
         if self._display is not None:
             async with self._input_lock:
+                from .xdisplay import XInputDriver
+
                 return await XInputDriver(self._input, self._display).perform(action)
         async with self._input_lock:
             cdp = await self._cdp()

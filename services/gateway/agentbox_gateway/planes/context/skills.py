@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import re
 import shutil
-import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -15,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
-import yaml
 
 from .errors import InvalidSkill, SkillNotFound
 
@@ -25,6 +23,8 @@ SKILL_MAX_BYTES = 1024 * 1024
 
 def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     """YAML front matter (``---`` ... ``---``) and the body after it; bad YAML counts as none."""
+    import yaml  # imported where used: a gateway nobody asks for skills never loads it
+
     match = re.match(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", text, re.DOTALL)
     if not match:
         return {}, text
@@ -174,6 +174,8 @@ def _install(root: Path, source: Path, name: str | None, fallback: str | None) -
 
 def _unpack(data: bytes, into: Path) -> None:
     """A zip or tar(.gz/.bz2/.xz) archive, refusing links out, absolute or ``..`` paths and bombs."""
+    import tarfile  # imported where used, like yaml
+
     buffer = io.BytesIO(data)
     if zipfile.is_zipfile(buffer):
         with zipfile.ZipFile(buffer) as archive:
