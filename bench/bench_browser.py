@@ -7,7 +7,7 @@ same machine load); then the memory of the program and of its Chromium, idle wit
 Prints a table. Target: MCP p50 <= 1.5x the direct Playwright p50. Then ``browser_screenshot`` of the
 same page beside Playwright's ``page.screenshot`` over CDP on the same Chromium and in a Chromium
 Playwright launched itself (same binary, Playwright's own switches); target: MCP p50 <= 1.1x the
-latter."""
+latter. Also the time from the program's spawn to its first answered ``browser_navigate``."""
 
 from __future__ import annotations
 
@@ -130,6 +130,7 @@ def main() -> None:
     port, cdp_port = free_port(), free_port()
     env = program_env(chromium, port, cdp_port)
     mcp_url = f"http://127.0.0.1:{port}/mcp"
+    spawned = time.perf_counter()
     with (
         serve_app(SITE) as site,
         run_command(
@@ -156,7 +157,8 @@ def main() -> None:
         while http.get(f"http://127.0.0.1:{port}/health").json()["chromium"] != "running":
             assert time.monotonic() < deadline, "chromium did not start"
             time.sleep(0.05)
-        mcp("browser_navigate", {"url": "about:blank"})  # connects the program to Chromium
+        mcp("browser_navigate", {"url": "about:blank"})
+        first_navigate = time.perf_counter() - spawned
         time.sleep(2)
         fresh = memory_rows(program.pid)
 
@@ -243,6 +245,7 @@ def main() -> None:
         print(f"| {name} | {statistics.median(samples):.1f} | {percentile(samples, 0.99):.1f} |")
     shot_mcp, _, shot_floor = (statistics.median(samples) for samples in shots.values())
     print(f"\nratio p50 MCP / Playwright-launched: {shot_mcp / shot_floor:.2f}x (target <= 1.1x)")
+    print(f"\nstart-up: spawn -> first browser_navigate answered {first_navigate:.2f} s (one sample)")
     print("\nmemory, idle with one blank page (at start / after the run)")
     print("| process | count | RSS MiB | PSS MiB |")
     print("|---|---|---|---|")

@@ -188,6 +188,7 @@ def test_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch) -> None
     assert command[-3:] == ["--lang=fr", "--mute-audio", "about:blank"]
     assert "--user-data-dir=/tmp/profile" in command
     # Playwright's screenshot switches; Chromium honours only one --disable-features, so it is one list.
-    assert "--enable-features=CDPScreenshotNewSurface" in command
+    (enabled,) = [flag for flag in command if flag.startswith("--enable-features=")]
+    assert "CDPScreenshotNewSurface" in enabled.split("=", 1)[1].split(",")
     (disabled,) = [flag for flag in command if flag.startswith("--disable-features=")]
     assert "PaintHolding" in disabled.split("=", 1)[1].split(",")

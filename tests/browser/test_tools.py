@@ -3,6 +3,7 @@ the seed's curl commands talk, and the official MCP SDK client)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
@@ -14,6 +15,7 @@ from playwright.sync_api import sync_playwright
 from agentbox_browser.tools import ORDER
 from tests.browser.conftest import VIEWPORT, BrowserProgram, png_size
 from tests.support.jsonrpc import list_tool_names, rpc
+from tests.support.png import decode_png
 from tests.support.schemas import strictness_problems
 from tests.support.servers import free_port
 
@@ -232,6 +234,30 @@ def test_screenshot_of_the_viewport_is_a_png_of_its_size(browser: BrowserProgram
     assert text["text"] == f"Screenshot 'home' taken at {VIEWPORT[0]}x{VIEWPORT[1]}"
     assert image["type"] == "image" and image["mimeType"] == "image/png"
     assert png_size(image["data"]) == VIEWPORT
+
+
+def test_viewport_screenshots_follow_the_page_across_sites_and_tabs(browser: BrowserProgram, site: str) -> None:
+    def corner(background: str | None = None) -> tuple[int, ...]:
+        """The top-left pixel of a viewport screenshot, after painting the page ``background``."""
+        if background:
+            browser.ok("browser_evaluate", {"script": f"document.body.style.background = '{background}'"})
+        result = browser.call("browser_screenshot")
+        assert not result.get("isError"), result
+        png = decode_png(base64.b64decode(result["content"][1]["data"]), rows=1)
+        assert (png.width, png.height) == VIEWPORT
+        return png.pixel(0, 0)[:3]
+
+    browser.ok("browser_navigate", {"url": f"{site}/"})
+    assert corner() == (255, 255, 255)
+    assert corner("rgb(255, 0, 0)") == (255, 0, 0), "the screenshot shows the page as it is now"
+    # Another site (another renderer process), then another tab: each screenshot is of the current page.
+    browser.ok("browser_navigate", {"url": site.replace("127.0.0.1", "localhost") + "/"})
+    assert corner() == (255, 255, 255)
+    assert corner("rgb(0, 0, 255)") == (0, 0, 255)
+    browser.ok("browser_new_tab", {"url": f"{site}/long"})
+    assert corner("rgb(0, 255, 0)") == (0, 255, 0)
+    browser.ok("browser_close_tab")
+    assert corner() == (0, 0, 255)
 
 
 def test_screenshot_sizes_elements_and_full_page(browser: BrowserProgram, site: str) -> None:

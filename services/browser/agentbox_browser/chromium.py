@@ -43,7 +43,10 @@ BASE_FLAGS = (
     # The switches Playwright launches Chromium with for fast, steady screenshots and rendering
     # (playwright-core's chromiumSwitches): screenshots on a new surface instead of a full-page
     # repaint, no paint holding, no throttling of timers, renderers or IPC of a tab in the back.
-    "--enable-features=CDPScreenshotNewSurface",
+    # Chromium honours one --enable-features only, so it also carries NetworkServiceInProcess2: the
+    # network service runs inside the browser process, not in a utility process of its own (~20 MiB
+    # less when idle; navigations as fast).
+    "--enable-features=CDPScreenshotNewSurface,NetworkServiceInProcess2",
     "--disable-background-timer-throttling",
     "--disable-backgrounding-occluded-windows",
     "--disable-renderer-backgrounding",

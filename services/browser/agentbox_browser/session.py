@@ -20,6 +20,7 @@ from typing import Any
 from playwright.async_api import (
     Browser,
     BrowserContext,
+    CDPSession,
     ConsoleMessage,
     Page,
     Playwright,
@@ -70,6 +71,7 @@ class BrowserSession:
         self._generation = 0
         self._current: Page | None = None
         self._sized: weakref.WeakSet[Page] = weakref.WeakSet()
+        self._cdp_sessions: weakref.WeakKeyDictionary[Page, CDPSession] = weakref.WeakKeyDictionary()
         self._background: set[asyncio.Task[None]] = set()
         self._watches: set[PageWatch] = set()
         self._lock = asyncio.Lock()
@@ -125,6 +127,13 @@ class BrowserSession:
         await self._size(page)
         self._current = page
         return page
+
+    async def cdp_session(self, page: Page) -> CDPSession:
+        """A CDP session on ``page``, kept for the page's life (attaching one costs a round trip)."""
+        cdp = self._cdp_sessions.get(page)
+        if cdp is None:
+            cdp = self._cdp_sessions[page] = await page.context.new_cdp_session(page)
+        return cdp
 
     @property
     def viewport(self) -> ViewportSize:

@@ -3,14 +3,17 @@ optionally at another viewport size (restored afterwards) and with the element i
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import contextlib
 import struct
 
 from mcp import types
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
 
 from ..session import BrowserSession
-from .base import Arguments, BrowserTool, image_result, schema
+from .base import Arguments, BrowserTool, ToolError, image_result, schema
 from .elements import INDEX_ATTRIBUTE, highlight, index_elements, locate, unhighlight
 
 
@@ -18,6 +21,20 @@ def png_size(png: bytes) -> tuple[int, int]:
     """Width and height from the PNG's IHDR chunk."""
     width, height = struct.unpack(">II", png[16:24])
     return width, height
+
+
+async def capture_viewport(session: BrowserSession, page: Page) -> bytes:
+    """The viewport as Chromium captures it, in one CDP round trip. Playwright's ``page.screenshot``
+    makes five (a script in every frame hiding the caret, one awaiting web fonts, the layout metrics,
+    the capture, a clean-up script): ~15% of a viewport screenshot. Like mcp-server-browser's
+    (Puppeteer's), this capture leaves the caret as it is."""
+    cdp = await session.cdp_session(page)
+    try:
+        async with asyncio.timeout(session.nav_timeout_ms / 1000):
+            shot = await cdp.send("Page.captureScreenshot", {"format": "png"})
+    except TimeoutError:
+        raise ToolError(f"browser_screenshot failed: Timeout {session.nav_timeout_ms:g}ms exceeded.") from None
+    return base64.b64decode(shot["data"])
 
 
 async def screenshot(session: BrowserSession, args: Arguments) -> types.CallToolResult:
@@ -38,8 +55,10 @@ async def screenshot(session: BrowserSession, args: Arguments) -> types.CallTool
             if index is not None or selector:
                 element = await locate(page, index=index, selector=selector)
                 png = await element.screenshot(timeout=session.nav_timeout_ms)
+            elif args.get("fullPage"):
+                png = await page.screenshot(full_page=True, timeout=session.nav_timeout_ms)
             else:
-                png = await page.screenshot(full_page=bool(args.get("fullPage")), timeout=session.nav_timeout_ms)
+                png = await capture_viewport(session, page)
         finally:
             if args.get("highlight"):
                 with contextlib.suppress(PlaywrightError):
