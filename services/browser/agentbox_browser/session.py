@@ -118,7 +118,9 @@ class BrowserSession:
         """The current page: the last one opened or switched to (a blank one when none is left)."""
         context = await self.context()
         if self._current is None or self._current.is_closed():
-            self._current = context.pages[-1] if context.pages else await context.new_page()
+            # Never the gateway's settings tab: it may still be listed while it closes.
+            tabs = [tab for tab in context.pages if not tab.url.startswith(SETTINGS_PAGE) and not tab.is_closed()]
+            self._current = tabs[-1] if tabs else await context.new_page()
         await self._size(self._current)
         return self._current
 
