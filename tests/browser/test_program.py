@@ -192,3 +192,16 @@ def test_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch) -> None
     assert "CDPScreenshotNewSurface" in enabled.split("=", 1)[1].split(",")
     (disabled,) = [flag for flag in command if flag.startswith("--disable-features=")]
     assert "PaintHolding" in disabled.split("=", 1)[1].split(",")
+
+
+def test_the_first_call_never_acts_on_the_gateways_settings_tab(site: str) -> None:
+    """The gateway's short-lived ``chrome://net-internals`` tab (it re-applies proxy settings) may be the
+    newest tab when the program connects; the tools keep to the user's tabs."""
+    with start_program() as browser:
+        browser.wait_chromium("running")
+        cdp = f"http://127.0.0.1:{browser.cdp_port}"
+        httpx.put(f"{cdp}/json/new?chrome://net-internals/#proxy", timeout=10).raise_for_status()
+        browser.ok("browser_navigate", {"url": f"{site}/form"})
+        urls = [target["url"] for target in httpx.get(f"{cdp}/json/list", timeout=10).json()]
+        assert any(url.startswith("chrome://net-internals/") for url in urls), urls
+        assert f"{site}/form" in urls, urls
