@@ -97,9 +97,19 @@ def test_filters_and_a_poll_that_waits(client: Sandbox, tmp_path: Path) -> None:
 def test_wait_returns_the_first_event_on_one_path(client: Sandbox, tmp_path: Path) -> None:
     target = tmp_path / "done.flag"
     (tmp_path / "other").write_text("")
-    timer = later(1.0, lambda: target.write_text("ok"))  # after the wait has started watching
+
+    def create_once_watched() -> None:
+        """Creates the file once the wait's own watcher is listed (it watches from then on): a fixed
+        delay loses the race on a loaded machine, where the request may start watching later."""
+        deadline = time.monotonic() + 10
+        while not client.file.watch_list()["data"]["watchers"] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        target.write_text("ok")
+
+    creator = threading.Thread(target=create_once_watched)
+    creator.start()
     event = client.file.watch_wait(path=str(target), timeout=10, event_types=["create"])["data"]["event"]
-    timer.join()
+    creator.join()
     assert event["path"] == str(target.resolve()) and event["type"] == "create"
     with pytest.raises(ApiError) as late:
         client.file.watch_wait(path=str(tmp_path / "never"), timeout=1)
