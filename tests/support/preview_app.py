@@ -9,6 +9,7 @@ Standard library only (it runs with the sandbox's bare ``python3`` too):
 - under ``/absproxy/P/`` too, as an app built with that base path (its redirects keep the base)
 - ``/sse``: one event, then after ``?pause=`` seconds (default 2) a second one, chunked
 - ``/download?bytes=N[&framing=length]``: N bytes streamed chunked (or after a Content-Length), never held whole
+- ``/downloads``: how many bytes each ended download wrote, oldest first (a cut-off one wrote fewer than N)
 - ``/hang``: answers nothing for a minute
 - ``/cookie``: sets ``agentbox_session`` (the gateway's reserved name) and ``app_cookie``
 - ``/ws``: WebSocket echo, choosing the first subprotocol offered
@@ -32,6 +33,8 @@ WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    #: Bytes written by each download that ended, whole or cut off (shared by the server's threads).
+    downloads: list[int] = []
     #: Headers and body leave in one write (and small writes are not held back), as in real servers.
     wbufsize = 64 * 1024
     disable_nagle_algorithm = True
@@ -101,7 +104,7 @@ class Handler(BaseHTTPRequestHandler):
             self._chunk(b"data: second\n\n")
             self._chunk(b"")
         elif route == "/download":
-            remaining = int(query.get("bytes", ["0"])[0])
+            size = int(query.get("bytes", ["0"])[0])
             block = bytes(range(256)) * (CHUNK // 256)
             chunked = query.get("framing", ["chunked"])[0] == "chunked"
             if chunked:
@@ -109,14 +112,20 @@ class Handler(BaseHTTPRequestHandler):
             else:  # a file download: Content-Length, then the bytes
                 self.send_response(200)
                 self.send_header("Content-Type", "application/octet-stream")
-                self.send_header("Content-Length", str(remaining))
+                self.send_header("Content-Length", str(size))
                 self.end_headers()
-            while remaining > 0:
-                piece = block[: min(CHUNK, remaining)]
-                self._chunk(piece) if chunked else self.wfile.write(piece)
-                remaining -= len(piece)
-            if chunked:
-                self._chunk(b"")
+            written = 0
+            try:
+                while written < size:
+                    piece = block[: min(CHUNK, size - written)]
+                    self._chunk(piece) if chunked else self.wfile.write(piece)
+                    written += len(piece)
+                if chunked:
+                    self._chunk(b"")
+            finally:
+                self.downloads.append(written)
+        elif route == "/downloads":
+            self._send(200, json.dumps(self.downloads).encode())
         elif route == "/hang":
             time.sleep(60)
             self.close_connection = True

@@ -129,9 +129,10 @@ class PreviewDoor:
             if answer.arrived or not body_read:  # nothing left to wait for, or receive() still feeds the body
                 await _send_body(answer.body, send)
                 return
+            gone = anyio.Event()
             async with anyio.create_task_group() as group:
-                group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
-                await _send_body(answer.body, send)
+                group.start_soon(_watch_for_disconnect, receive, gone, group.cancel_scope)
+                await _send_body(answer.body, send, gone)
                 group.cancel_scope.cancel()
         except (aiohttp.ClientError, OSError) as exc:
             # Headers are out: the caller sees a cut-off answer (the server closes the connection).
@@ -187,16 +188,23 @@ class PreviewDoor:
                 await upstream.close()
 
 
-async def _send_body(body: AsyncIterator[bytes], send: Send) -> None:
+async def _send_body(body: AsyncIterator[bytes], send: Send, gone: anyio.Event | None = None) -> None:
+    """Pass the body on, piece by piece, until it ends or the caller is ``gone``. The check is needed
+    beside the cancellation: anyio delivers a cancellation only while a task waits, and an app that
+    sends faster than we pass on keeps the body's iterator from ever waiting (once the caller has
+    gone, ``send`` returns at once), which would pull the whole body from the app into nowhere."""
     async for chunk in body:
+        if gone is not None and gone.is_set():
+            return
         await send({"type": "http.response.body", "body": chunk, "more_body": True})
     await send({"type": "http.response.body", "body": b""})
 
 
-async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+async def _watch_for_disconnect(receive: Receive, gone: anyio.Event, scope: anyio.CancelScope) -> None:
     """Stop streaming an answer once the caller has gone (the server then drops what is sent)."""
     while (await receive())["type"] != "http.disconnect":
         pass
+    gone.set()
     scope.cancel()
 
 
