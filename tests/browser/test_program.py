@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 import httpx
@@ -14,6 +15,7 @@ import pytest
 
 from agentbox_browser.chromium import chromium_command
 from agentbox_browser.cli import settings_from
+from agentbox_browser.session import DRIVER_NODE_OPTIONS
 from agentbox_browser.settings import BrowserSettings, Viewport
 from agentbox_common.settings import ConfigError
 from tests.browser.conftest import BrowserProgram, start_program
@@ -205,3 +207,36 @@ def test_the_first_call_never_acts_on_the_gateways_settings_tab(site: str) -> No
         urls = [target["url"] for target in httpx.get(f"{cdp}/json/list", timeout=10).json()]
         assert any(url.startswith("chrome://net-internals/") for url in urls), urls
         assert f"{site}/form" in urls, urls
+
+
+def _environment(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as handle:
+        pairs = [entry.decode().split("=", 1) for entry in handle.read().split(b"\0") if b"=" in entry]
+    return dict(pairs)
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as handle:
+        return [int(child) for child in handle.read().split()]
+
+
+def test_the_playwright_driver_gets_its_v8_options() -> None:
+    with start_program({"NODE_OPTIONS": "--no-warnings"}) as browser:
+        browser.ok("browser_get_text")  # the driver is up
+        children = _children(browser.process.pid)
+        [driver] = [pid for pid in children if "playwright/driver" in open(f"/proc/{pid}/cmdline").read()]
+        assert _environment(driver)["NODE_OPTIONS"] == f"{DRIVER_NODE_OPTIONS} --no-warnings"  # the caller's win
+
+
+PROBE = """
+import sys
+from agentbox_browser.server import build_app
+from agentbox_browser.settings import BrowserSettings
+build_app(BrowserSettings())
+print(sorted({name.split(".")[0] for name in sys.modules} & {"markdownify", "bs4"}))
+"""
+
+
+def test_building_the_program_loads_no_html_to_markdown_converter() -> None:
+    loaded = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=True)
+    assert loaded.stdout.strip() == "[]", loaded.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from agentbox_common.logging import configure_logging
@@ -12,6 +13,7 @@ from agentbox_common.settings import ConfigError, add_flags, flag_values
 
 from .chromium import port_in_use
 from .server import build_app
+from .session import driver_node_options
 from .settings import BrowserSettings
 
 
@@ -40,6 +42,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"agentbox-browser: {exc}")
     if port_in_use(settings.cdp_port):
         sys.exit(f"agentbox-browser: AGENTBOX_CDP_PORT {settings.cdp_port} is already in use on 127.0.0.1")
+    os.environ["NODE_OPTIONS"] = driver_node_options(os.environ.get("NODE_OPTIONS"))
     serve(build_app(settings), settings.host, settings.port)
 
 

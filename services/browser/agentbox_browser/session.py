@@ -40,6 +40,15 @@ CONSOLE_LIMIT = 1000
 #: The page the gateway opens in a background tab to make Chromium re-read its proxy settings.
 SETTINGS_PAGE = "chrome://net-internals/"
 _API_PREFIX = re.compile(r"^[A-Za-z]+\.[A-Za-z]+: ")
+#: V8 settings for Playwright's Node driver, which idles between calls: a 1 MiB young generation
+#: (not 16) and one V8 worker thread. About 12 MiB less memory; screenshots as fast (``bench/``).
+DRIVER_NODE_OPTIONS = "--max-semi-space-size=1 --v8-pool-size=1"
+
+
+def driver_node_options(current: str | None) -> str:
+    """``NODE_OPTIONS`` for a process whose Node child is Playwright's driver (which gets a copy of
+    its environment): :data:`DRIVER_NODE_OPTIONS`, then the ones already set, which win."""
+    return f"{DRIVER_NODE_OPTIONS} {current}" if current else DRIVER_NODE_OPTIONS
 
 
 class BrowserUnavailable(RuntimeError):

@@ -8,7 +8,6 @@ import json
 import re
 from typing import Any
 
-from markdownify import markdownify
 from mcp import types
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
@@ -70,6 +69,8 @@ async def get_text(session: BrowserSession, args: Arguments) -> types.CallToolRe
 
 
 def to_markdown(title: str, html: str) -> str:
+    from markdownify import markdownify  # here: it loads BeautifulSoup (~3 MiB) in every browser program
+
     body = markdownify(html, heading_style="ATX", bullets="-", escape_underscores=False)
     body = _BLANK_RUNS.sub("\n\n", body).strip()
     return f"{title}\n{body}" if title else body
