@@ -428,10 +428,25 @@ async def test_upload_and_download_helpers(files: WrittenOut, tmp_path: Path) ->
 
     saved = await files.save_upload(str(tmp_path), "report.pdf", io.BytesIO(b"%PDF-1.7 data"))
     assert saved == {"file_path": str(tmp_path / "report.pdf"), "file_size": 13, "success": True}
-    real, info = await files.download_target(saved["file_path"])
-    assert real == saved["file_path"] and info.st_size == 13
+    target = await files.download_target(saved["file_path"])
+    target.close()
+    assert target.name == "report.pdf" and target.info.st_size == 13
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".upload-")]  # noqa: ASYNC240
     assert (await failure_of(files.download_target(str(tmp_path)))).error_type == "invalid_target"
+
+
+async def test_a_download_sends_the_file_it_checked_when_the_name_is_swapped(files: WrittenOut, tmp_path: Path) -> None:
+    checked = tmp_path / "report.txt"
+    checked.write_bytes(b"the checked bytes")
+    target = await files.download_target(str(checked))
+    try:
+        checked.unlink()
+        os.mkfifo(checked)  # between the checks and the response's open: a FIFO would hold it forever
+        with open(target.path, "rb") as sent:  # noqa: ASYNC230 - what the response opens
+            assert sent.read() == b"the checked bytes"
+        assert target.name == "report.txt" and target.info.st_size == 17
+    finally:
+        target.close()
 
 
 async def test_results_are_frozen_records_and_errors_are_plane_errors_of_a_kind(tmp_path: Path) -> None:

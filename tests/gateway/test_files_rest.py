@@ -214,6 +214,29 @@ def test_download_failures(client: Sandbox, gateway: str, tmp_path: Path) -> Non
     assert directory.status_code == 400 and directory.json()["data"]["errno_name"] == "EISDIR"
 
 
+def test_downloads_close_the_files_they_send(gateway: str, tmp_path: Path) -> None:
+    """A download streams the file it opened and checked; that file is closed once it is sent, and
+    when the caller leaves half-way (the gateway runs in this process)."""
+    path = tmp_path / "data.bin"
+    path.write_bytes(os.urandom(256 * 1024))
+
+    def open_here() -> int:
+        return sum(os.path.realpath(f"/proc/self/fd/{fd}") == str(path) for fd in os.listdir("/proc/self/fd"))
+
+    url = f"{gateway}/v1/file/download"
+    whole = path.read_bytes()
+    assert httpx.get(url, params={"path": str(path)}).content == whole
+    ranged = httpx.get(url, params={"path": str(path)}, headers={"Range": "bytes=0-99"})
+    assert ranged.status_code == 206 and ranged.content == whole[:100]
+    for _ in range(3):
+        with httpx.stream("GET", url, params={"path": str(path)}) as answer:
+            next(answer.iter_raw(1024))
+    deadline = time.monotonic() + 5
+    while open_here() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert open_here() == 0
+
+
 def test_sandbox_context(client: Sandbox, gateway: str) -> None:
     context = client.sandbox.get_context()
     assert isinstance(context, SandboxResponse)

@@ -11,7 +11,6 @@ An upload larger than ``AIO_MAX_UPLOAD_BYTES`` is refused with 413 as soon as th
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,6 +18,7 @@ from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
 from fastapi.responses import FileResponse
 from fastapi.routing import APIRoute
 from pydantic import Field
+from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.types import Message
 
@@ -294,9 +294,11 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     async def download_file(path: str = Query(..., description="Absolute file path")) -> FileResponse:
         """Stream a file (``Range`` requests answer 206, ``ETag``/``Last-Modified`` set)."""
         try:
-            real, info = await files.download_target(path)
+            target = await files.download_target(path)
         except FileOperationError as exc:
             raise RestError(HTTP_STATUS.get(exc.error_type, 500), exc.message, data=error_fields(exc)) from None
-        return FileResponse(real, stat_result=info, filename=os.path.basename(real))
+        return FileResponse(
+            target.path, stat_result=target.info, filename=target.name, background=BackgroundTask(target.close)
+        )
 
     return api

@@ -227,12 +227,18 @@ def _save_upload(real: str, path: str, source: IO[bytes], filename: str | None) 
     return SavedUpload(path, os.stat(real).st_size)
 
 
-def _download_target(real: str, path: str) -> os.stat_result:
-    info = os.stat(real)
-    _require_regular(info, "download", path)
-    with open_nonblocking(real):  # permission check now, not half-way through the response
-        pass
-    return info
+def _download_target(real: str, path: str) -> DownloadTarget:
+    """Checked by name first (a device is never opened), then opened (the permission check now, not
+    half-way through the response) and checked again on what was opened, which is what is sent."""
+    _require_regular(os.stat(real), "download", path)
+    handle = open_nonblocking(real)
+    try:
+        info = os.fstat(handle.fileno())
+        _require_regular(info, "download", path)
+    except BaseException:
+        handle.close()
+        raise
+    return DownloadTarget(f"/proc/self/fd/{handle.fileno()}", os.path.basename(real), info, handle)
 
 
 class FilePlane:
@@ -345,9 +351,5 @@ class FilePlane:
         return await self._run("upload", path or tempfile.gettempdir(), _save_upload, source, filename)
 
     async def download_target(self, path: str) -> DownloadTarget:
-        """The resolved path and ``stat`` of a readable regular file, for a streamed response."""
-
-        def target(real: str, given: str) -> DownloadTarget:
-            return DownloadTarget(real, _download_target(real, given))
-
-        return await self._run("download", path, target)
+        """A readable regular file, open, for a streamed response (the caller closes it)."""
+        return await self._run("download", path, _download_target)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import IO
 
 
 @dataclass(frozen=True)
@@ -151,8 +151,16 @@ class SavedUpload:
     file_size: int
 
 
-class DownloadTarget(NamedTuple):
-    """A readable regular file to stream: its resolved path and ``stat``."""
+@dataclass(frozen=True)
+class DownloadTarget:
+    """A regular file to stream, already open. ``path`` names the open file itself
+    (``/proc/self/fd/N``), so a name swapped for a FIFO or another file after the checks changes
+    nothing; ``name`` is the file's own name and ``info`` its ``stat``. :meth:`close` once sent."""
 
     path: str
+    name: str
     info: os.stat_result
+    handle: IO[bytes]
+
+    def close(self) -> None:
+        self.handle.close()
