@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -224,7 +225,7 @@ def test_the_playwright_driver_gets_its_v8_options() -> None:
     with start_program({"NODE_OPTIONS": "--no-warnings"}) as browser:
         browser.ok("browser_get_text")  # the driver is up
         children = _children(browser.process.pid)
-        [driver] = [pid for pid in children if "playwright/driver" in open(f"/proc/{pid}/cmdline").read()]
+        [driver] = [pid for pid in children if "playwright/driver" in Path(f"/proc/{pid}/cmdline").read_text()]
         assert _environment(driver)["NODE_OPTIONS"] == f"{DRIVER_NODE_OPTIONS} --no-warnings"  # the caller's win
 
 
