@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentbox_gateway.tickets import TicketStore
+from agentbox_gateway.tickets import TicketStore, covers
 
 
 class Clock:
@@ -37,3 +37,13 @@ def test_tickets_expire_and_the_store_stays_bounded() -> None:
     store.issue()
     assert len(store) == 1  # expired ones are forgotten as the store is used
     assert all(len(t) >= 43 for t in tickets) and len(set(tickets)) == 5
+
+
+def test_a_scope_covers_whole_segments_only() -> None:
+    assert covers("/", "/anything") and covers("/vnc/", "/vnc") and covers("/vnc/", "/vnc/websockify")
+    assert covers("/vnc", "/vnc/index.html") and covers("/v1/sandbox", "/v1/sandbox")
+    assert not covers("/v", "/v1/sandbox") and not covers("/vnc/", "/vnc2") and not covers("/vnc/", "/")
+    store = TicketStore()
+    assert store.redeem(store.issue("/vnc/"), "/vnc/index.html") == "/vnc/"
+    session = store.issue("/vnc/")
+    assert store.holds(session, "/vnc/x") == "/vnc/" and store.holds(session, "/v1/shell/exec") is None

@@ -23,7 +23,7 @@ from .mcp_tools.registry import ToolRegistry
 from .metrics import gateway_collector
 from .planes import Planes
 from .rest import terminal
-from .security import ApiKeyGuard, HostGuard, OriginGuard
+from .security import ApiKeyGuard, HostGuard, OriginGuard, PageHeaders
 from .settings import GatewaySettings
 from .tickets import TicketStore
 from .upstreams import UpstreamRouter
@@ -110,7 +110,8 @@ def build_app(settings: GatewaySettings) -> Starlette:
     app.state.registry = registry
     app.state.upstreams = upstreams
     app.add_middleware(ApiKeyGuard, api_key=settings.api_key, tickets=tickets, sessions=sessions)
-    app.add_middleware(OriginGuard, allowed_origins=settings.allowed_origins)
+    app.add_middleware(OriginGuard, allowed_origins=settings.allowed_origins, keyed=bool(settings.api_key))
+    app.add_middleware(PageHeaders, frame_ancestors=settings.frame_ancestors, exempt=preview_proxy.MOUNTS)
     # Outside the other guards: a rebound page is refused before anything else answers it.
     app.add_middleware(
         HostGuard, allowed_hosts=settings.allowed_hosts, active=not settings.api_key or bool(settings.allowed_hosts)

@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Scope, Send
 
 from .planes.preview import SESSION_COOKIE
-from .tickets import TicketStore
+from .tickets import TicketStore, covers, credential_scope
 
 #: The session cookie's name (the preview proxy never passes it to an app).
 #: How long a browser stays signed in (seconds); a gateway restart signs everyone out.
@@ -195,6 +195,16 @@ def routes(api_key: str, tickets: TicketStore, sessions: TicketStore) -> list[Ba
                     "hint": 'send {"path": "/vnc/"} or no body',
                 },
                 status_code=400,
+            )
+        if not covers(credential_scope(request.scope), prefix):
+            return JSONResponse(
+                {
+                    "success": False,
+                    "message": f"Forbidden: this credential opens only {credential_scope(request.scope)}",
+                    "data": None,
+                    "hint": "ask with the API key, or a session from the sign-in form, for a wider ticket",
+                },
+                status_code=403,
             )
         data = {"ticket": tickets.issue(prefix), "path": prefix, "expires_in": int(tickets.ttl)}
         return JSONResponse({"success": True, "message": "Ticket issued", "data": data, "hint": None})

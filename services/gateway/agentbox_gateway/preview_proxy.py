@@ -27,6 +27,8 @@ from .settings import GatewaySettings
 
 logger = logging.getLogger(__name__)
 
+#: Where previewed apps are served on the gateway's origin (their answers' headers are the apps').
+MOUNTS = ("/proxy/", "/absproxy/")
 #: Close codes an ASGI server may send; others (1005 "none", 1006 "abnormal") become 1000.
 _CLOSE_CODES = range(1000, 5000)
 _RESERVED_CLOSE = frozenset({1004, 1005, 1006, 1015})

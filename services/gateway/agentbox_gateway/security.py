@@ -10,6 +10,7 @@ import hmac
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -18,7 +19,7 @@ from agentbox_common.asgi import refuse
 
 from . import browser_auth
 from .mcp_edge import MCP_PATH, jsonrpc_http_error
-from .tickets import TICKET_PARAM, TicketStore
+from .tickets import CREDENTIAL_SCOPE, TICKET_PARAM, WHOLE_GATEWAY, TicketStore, covers
 
 #: Routes anyone may call, even with a key set: AIO's public set, less the docs page (its assets are
 #: served by the gateway, and no path rule skips auth), plus the login form's target, which checks
@@ -54,10 +55,14 @@ def origin_matches(origin: str, pattern: str) -> bool:
 
 
 def origin_allowed(origin: str, allowed: Iterable[str]) -> bool:
-    parts = urlsplit(origin)
-    if parts.scheme in ("http", "https") and _is_loopback_host(parts.hostname):
-        return True
+    """Whether ``origin`` is listed in ``allowed`` (``AIO_ALLOWED_ORIGINS``)."""
     return any(origin_matches(origin, pattern) for pattern in allowed)
+
+
+def loopback_origin(origin: str) -> bool:
+    """An ``http(s)`` origin on a loopback host (another port of this machine, ``*.localhost``)."""
+    parts = urlsplit(origin)
+    return parts.scheme in ("http", "https") and _is_loopback_host(parts.hostname)
 
 
 def split_host(value: str) -> tuple[str, str] | None:
@@ -162,21 +167,65 @@ class HostGuard:
 
 
 class OriginGuard:
-    """Refuse (403) a request whose ``Origin`` is neither loopback nor allowlisted."""
+    """Refuse (403) a request whose ``Origin`` is not this gateway's own (the host it was sent to)
+    nor listed in ``AIO_ALLOWED_ORIGINS``. Another loopback origin (a dev server's page, a preview
+    origin) is foreign too: it is served only on a keyed gateway to a caller presenting the key in
+    a header (a page that holds the key is the person's own tool), never on a key-less one, where
+    anything the page sends would be taken as the person's."""
 
-    def __init__(self, app: ASGIApp, allowed_origins: Iterable[str]) -> None:
+    def __init__(self, app: ASGIApp, allowed_origins: Iterable[str], keyed: bool = False) -> None:
         self.app = app
         self.allowed = tuple(allowed_origins)
+        self.keyed = keyed
+
+    def _allowed(self, scope: Scope, origin: str) -> bool:
+        if browser_auth.same_origin(scope) or origin_allowed(origin, self.allowed):
+            return True
+        return self.keyed and loopback_origin(origin) and header_key(scope) is not None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
             origin = dict(scope["headers"]).get(b"origin")
-            if origin is not None and not origin_allowed(origin.decode("latin-1"), self.allowed):
+            if origin is not None and not self._allowed(scope, origin.decode("latin-1")):
                 await _refuse(
-                    scope, send, 403, "Forbidden: origin not allowed", "list the page's origin in AIO_ALLOWED_ORIGINS"
+                    scope,
+                    send,
+                    403,
+                    "Forbidden: origin not allowed",
+                    "open the page from the gateway itself, or list the page's origin in AIO_ALLOWED_ORIGINS",
                 )
                 return
         await self.app(scope, receive, send)
+
+
+class PageHeaders:
+    """Add the headers that keep another site's page from framing or re-typing the gateway's
+    answers to every response but a previewed app's (its headers are the app's): ``frame-ancestors
+    'self'`` (and ``X-Frame-Options: SAMEORIGIN`` for browsers without CSP) unless
+    ``AIO_FRAME_ANCESTORS`` lists more embedders, and ``X-Content-Type-Options: nosniff``."""
+
+    def __init__(self, app: ASGIApp, frame_ancestors: Iterable[str] = (), exempt: Iterable[str] = ()) -> None:
+        self.app = app
+        self.exempt = tuple(exempt)
+        ancestors = " ".join(("'self'", *frame_ancestors))
+        self.headers = [
+            (b"content-security-policy", f"frame-ancestors {ancestors}".encode("latin-1")),
+            (b"x-content-type-options", b"nosniff"),
+        ]
+        if not frame_ancestors:  # X-Frame-Options cannot name other origins; CSP alone then decides
+            self.headers.append((b"x-frame-options", b"SAMEORIGIN"))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(self.exempt):
+            await self.app(scope, receive, send)
+            return
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *self.headers]}
+            await send(message)
+
+        await self.app(scope, receive, sending)
 
 
 def header_key(scope: Scope) -> str | None:
@@ -201,24 +250,38 @@ def _query_value(scope: Scope, name: str) -> str | None:
 def url_ticket(scope: Scope, prefix: str) -> str | None:
     """``ticket=<t>`` for a URL handed to a caller who authenticated in the URL (``?api_key=`` or
     ``?ticket=``), good once under ``prefix``; None when the URL needs nothing (no key configured,
-    or the caller sends a header it will send again)."""
-    issue: Callable[[str], str] | None = scope.get(_TICKET_ISSUER)
-    return f"{TICKET_PARAM}={issue(prefix)}" if issue is not None else None
+    or the caller sends a header it will send again) or ``prefix`` is outside the caller's scope."""
+    issue: Callable[[str], str | None] | None = scope.get(_TICKET_ISSUER)
+    return _ticket_query(issue(prefix)) if issue is not None else None
 
 
 def page_ticket(scope: Scope, prefix: str) -> str | None:
     """``ticket=<t>`` for a page URL handed to any key holder (the person who opens it has no
-    session yet; the ticket's first use signs their browser in); None when no key is configured."""
-    issue: Callable[[str], str] | None = scope.get(_PAGE_TICKET_ISSUER)
-    return f"{TICKET_PARAM}={issue(prefix)}" if issue is not None else None
+    session yet; the ticket's first use signs their browser in, for ``prefix`` only); None when no
+    key is configured or ``prefix`` is outside the caller's scope."""
+    issue: Callable[[str], str | None] | None = scope.get(_PAGE_TICKET_ISSUER)
+    return _ticket_query(issue(prefix)) if issue is not None else None
+
+
+def _ticket_query(ticket: str | None) -> str | None:
+    return f"{TICKET_PARAM}={ticket}" if ticket is not None else None
+
+
+@dataclass(frozen=True)
+class _Credential:
+    """How a request authenticated (``header``, ``cookie``, ``url`` or ``ticket``) and what it opens."""
+
+    kind: str
+    scope: str = WHOLE_GATEWAY
 
 
 class ApiKeyGuard:
     """With a key configured, every non-public route answers 401 unless the key is presented (a
     header, or ``?api_key=``), a browser session is (the ``agentbox_session`` cookie, used only as
     :func:`browser_auth.cookie_use_allowed` says) or a ticket from ``tickets`` is (``?ticket=``,
-    once; on a plain HTTP request it also signs the browser in). A browser loading a page without
-    any of them gets the login form."""
+    once; on a plain HTTP request it also signs the browser in, for the ticket's scope only). A
+    session or ticket opens only the paths its scope covers. A browser loading a page without any
+    of them gets the login form."""
 
     def __init__(
         self, app: ASGIApp, api_key: str, tickets: TicketStore | None = None, sessions: TicketStore | None = None
@@ -229,23 +292,33 @@ class ApiKeyGuard:
         self.tickets = TicketStore() if tickets is None else tickets
         self.sessions = TicketStore(ttl=browser_auth.SESSION_TTL) if sessions is None else sessions
 
-    def _credential(self, scope: Scope) -> str | None:
-        """How the request authenticated: ``header``, ``cookie``, ``url`` or ``ticket``; None if not."""
+    def _credential(self, scope: Scope) -> _Credential | None:
+        """How the request authenticated, or None if it did not (for this path)."""
         key = header_key(scope)
         if key is not None:
-            return "header" if hmac.compare_digest(key.encode(), self.api_key) else None
+            return _Credential("header") if hmac.compare_digest(key.encode(), self.api_key) else None
         session = browser_auth.session_token(scope)
-        if session and self.sessions.holds(session):
-            return "cookie"
+        granted = self.sessions.holds(session, scope["path"]) if session else None
+        if granted is not None:
+            return _Credential("cookie", granted)
         key = _query_value(scope, "api_key")
         if key is not None:
-            return "url" if hmac.compare_digest(key.encode(), self.api_key) else None
+            return _Credential("url") if hmac.compare_digest(key.encode(), self.api_key) else None
         ticket = _query_value(scope, TICKET_PARAM)
-        return "ticket" if ticket is not None and self.tickets.redeem(ticket, scope["path"]) else None
+        granted = self.tickets.redeem(ticket, scope["path"]) if ticket is not None else None
+        return _Credential("ticket", granted) if granted is not None else None
 
-    def _signing_in(self, scope: Scope, send: Send) -> Send:
-        """``send`` adding a new session's cookie to the response."""
-        cookie = browser_auth.session_cookie(self.sessions.issue(), scope)
+    def _issuer(self, within: str) -> Callable[[str], str | None]:
+        """Issue tickets for prefixes inside ``within`` only."""
+
+        def issue(prefix: str) -> str | None:
+            return self.tickets.issue(prefix) if covers(within, prefix) else None
+
+        return issue
+
+    def _signing_in(self, scope: Scope, send: Send, within: str) -> Send:
+        """``send`` adding a new session's cookie, good for ``within``, to the response."""
+        cookie = browser_auth.session_cookie(self.sessions.issue(within), scope)
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -259,7 +332,7 @@ class ApiKeyGuard:
             await self.app(scope, receive, send)
             return
         credential = self._credential(scope)
-        if credential == "cookie" and not browser_auth.cookie_use_allowed(scope):
+        if credential is not None and credential.kind == "cookie" and not browser_auth.cookie_use_allowed(scope):
             await _refuse(
                 scope,
                 send,
@@ -281,9 +354,10 @@ class ApiKeyGuard:
                     _CHALLENGE,
                 )
             return
-        scope[_PAGE_TICKET_ISSUER] = self.tickets.issue
-        if credential in ("url", "ticket"):
-            scope[_TICKET_ISSUER] = self.tickets.issue
-        if credential == "ticket" and scope["type"] == "http":
-            send = self._signing_in(scope, send)
+        scope[CREDENTIAL_SCOPE] = credential.scope
+        scope[_PAGE_TICKET_ISSUER] = self._issuer(credential.scope)
+        if credential.kind in ("url", "ticket"):
+            scope[_TICKET_ISSUER] = scope[_PAGE_TICKET_ISSUER]
+        if credential.kind == "ticket" and scope["type"] == "http":
+            send = self._signing_in(scope, send, credential.scope)
         await self.app(scope, receive, send)

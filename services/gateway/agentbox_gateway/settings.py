@@ -42,8 +42,10 @@ class GatewaySettings:
     port: int = setting(DEFAULT_PORT, flag="--port", parse=integer(), help="port")
     #: When set, every route but the public ones needs ``Authorization: Bearer``.
     api_key: str = setting("", env="AIO_API_KEY", flag="--api-key", metavar="KEY")
-    #: Non-loopback browser origins allowed to call the gateway.
+    #: Browser origins besides the gateway's own allowed to call it (another loopback origin too).
     allowed_origins: tuple[str, ...] = setting((), env="AIO_ALLOWED_ORIGINS", parse=csv)
+    #: Origins whose pages may embed the gateway's pages in a frame, besides its own (``frame-ancestors``).
+    frame_ancestors: tuple[str, ...] = setting((), env="AIO_FRAME_ANCESTORS", parse=csv)
     #: ``Host`` values served besides loopback and the machine's own names (``name``, ``name:port``,
     #: ``name:*``); checked always without a key, with one only when set.
     allowed_hosts: tuple[str, ...] = setting((), env="AIO_ALLOWED_HOSTS", parse=csv)

@@ -7,6 +7,11 @@ good for one use under a path prefix within ``AIO_TICKET_TTL`` seconds. The same
 long lifetime and :meth:`TicketStore.holds` instead of :meth:`TicketStore.redeem`, keeps the
 browser sessions behind the ``agentbox_session`` cookie.
 
+Every grant has a scope, a path prefix matched by whole segments (:func:`covers`): ``/vnc/`` opens
+``/vnc`` and what is under it, never ``/vnc2`` or ``/v1``. A session a ticket signed in keeps the
+ticket's scope, and a credential mints tickets only inside its own scope, so nothing a scoped
+credential leads to is wider than the door it was made for.
+
 Tickets are random (256 bits) and stored only as their SHA-256 digest, so a lookup compares
 digests, not the secret (no timing signal about the ticket); the store is bounded (the oldest
 ticket goes first) and forgets expired ones as it is used."""
@@ -17,13 +22,32 @@ import hashlib
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 #: The query parameter carrying a ticket.
 TICKET_PARAM = "ticket"
+#: The scope of a credential that opens everything: the key, a session from the login form.
+WHOLE_GATEWAY = "/"
+#: ASGI scope key the API key guard sets for every authenticated caller: the path prefix its
+#: credential opens (see :func:`credential_scope`).
+CREDENTIAL_SCOPE = "agentbox.credential_scope"
 #: ``AIO_TICKET_TTL``'s default: long enough for a person to click a link an agent handed them.
 DEFAULT_TICKET_TTL = 300.0
+
+
+def covers(prefix: str, path: str) -> bool:
+    """Whether a grant for ``prefix`` opens ``path``: the same path, or one below it by whole
+    segments (``/vnc/`` and ``/vnc`` both open ``/vnc``, ``/vnc/`` and ``/vnc/x``, not ``/vnc2``)."""
+    base = prefix.rstrip("/")
+    return not base or path == base or path.startswith(base + "/")
+
+
+def credential_scope(scope: Mapping[str, Any]) -> str:
+    """The path prefix the caller of an ASGI ``scope`` may open (``/``: everything, as with the key
+    or on a key-less gateway); a scoped credential mints nothing wider."""
+    return str(scope.get(CREDENTIAL_SCOPE, WHOLE_GATEWAY))
 
 
 @dataclass(frozen=True)
@@ -57,8 +81,8 @@ class TicketStore:
                 break
             del self._grants[digest]
 
-    def issue(self, prefix: str = "/") -> str:
-        """A new ticket good once, for a path starting with ``prefix``, for ``ttl`` seconds."""
+    def issue(self, prefix: str = WHOLE_GATEWAY) -> str:
+        """A new ticket good once, for a path under ``prefix`` (see :func:`covers`), for ``ttl`` seconds."""
         now = self._clock()
         self._forget_expired(now)
         while len(self._grants) >= self.capacity:
@@ -67,13 +91,18 @@ class TicketStore:
         self._grants[self._digest(ticket)] = _Grant(now + self.ttl, prefix)
         return ticket
 
-    def redeem(self, ticket: str, path: str) -> bool:
-        """True once for a live ticket whose prefix ``path`` starts with; the ticket is then gone
-        (also when the path does not match, so a ticket cannot be probed)."""
+    def redeem(self, ticket: str, path: str) -> str | None:
+        """The scope of a live ticket that covers ``path``, once; the ticket is then gone (also
+        when the path does not match, so a ticket cannot be probed). None otherwise."""
         grant = self._grants.pop(self._digest(ticket), None)
-        return grant is not None and grant.expires > self._clock() and path.startswith(grant.prefix)
+        if grant is None or grant.expires <= self._clock() or not covers(grant.prefix, path):
+            return None
+        return grant.prefix
 
-    def holds(self, ticket: str) -> bool:
-        """True while ``ticket`` is live, without using it up (a session token)."""
+    def holds(self, ticket: str, path: str = WHOLE_GATEWAY) -> str | None:
+        """The scope of ``ticket`` while it is live and covers ``path``, without using it up (a
+        session token); None otherwise."""
         grant = self._grants.get(self._digest(ticket))
-        return grant is not None and grant.expires > self._clock()
+        if grant is None or grant.expires <= self._clock() or not covers(grant.prefix, path):
+            return None
+        return grant.prefix
