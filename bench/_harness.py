@@ -68,6 +68,21 @@ def gateway(env: Mapping[str, str] | None = None) -> Iterator[str]:
         yield url
 
 
+@contextlib.contextmanager
+def tree_gateway(tree: str | None, env: Mapping[str, str] | None = None) -> Iterator[str]:
+    """The gateway of another copy of the code (a ``git archive main`` tree: its packages first on
+    ``PYTHONPATH``, same venv), or a second process of this code when ``tree`` is None."""
+    if tree is None:
+        with gateway(env) as url:
+            yield url
+        return
+    root = Path(tree).resolve()
+    path = os.pathsep.join(str(root / part) for part in ("services/gateway", "services/common", ""))
+    args = [os.path.join(BIN, "python"), "-m", "agentbox_gateway.cli", "start"]
+    with listening(args, "/health", {**(env or {}), "PYTHONPATH": path}) as (url, _):
+        yield url
+
+
 def tool_call_body(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """A JSON-RPC ``tools/call`` request for ``/mcp``."""
     params = {"name": name, "arguments": arguments}

@@ -20,7 +20,6 @@ Both gateways run as their own processes on random loopback ports; the client is
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -31,7 +30,17 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._harness import BIN, gateway, interleaved, listening, percentile, print_latencies, rss_mib, tool_call_body
+from bench._harness import (
+    BIN,
+    gateway,
+    interleaved,
+    listening,
+    percentile,
+    print_latencies,
+    rss_mib,
+    tool_call_body,
+    tree_gateway,
+)
 from tests.support.sse import sse_events
 
 HEADERS = {"Accept": "application/json, text/event-stream"}
@@ -74,21 +83,6 @@ def rest_lags(client: httpx.Client, url: str, chunks: int) -> list[float]:
                     yield data["output"]
 
     return lags(outputs())
-
-
-@contextlib.contextmanager
-def main_gateway(main_tree: str | None) -> Iterator[str]:
-    """main's gateway from a ``git archive`` copy (its packages first on ``PYTHONPATH``), or a
-    second process of this code when no copy is given."""
-    if main_tree is None:
-        with gateway() as url:
-            yield url
-        return
-    tree = Path(main_tree).resolve()
-    path = os.pathsep.join(str(tree / part) for part in ("services/gateway", "services/common", ""))
-    args = [os.path.join(BIN, "python"), "-m", "agentbox_gateway.cli", "start"]
-    with listening(args, "/health", {"PYTHONPATH": path}) as (url, _):
-        yield url
 
 
 def gigabyte(client: httpx.Client) -> None:
@@ -137,7 +131,7 @@ def main() -> None:
     parser.add_argument("--main", default=None, metavar="DIR", help="a `git archive main` copy")
     parser.add_argument("--gigabyte", action="store_true", help="also stream 1 GB and watch the gateway's RSS")
     args = parser.parse_args()
-    with gateway() as url, main_gateway(args.main) as other, httpx.Client(timeout=60) as client:
+    with gateway() as url, tree_gateway(args.main) as other, httpx.Client(timeout=60) as client:
         streamed = {"MCP progress (SSE)": [], "REST /v1/shell/exec (SSE)": []}
         for _ in range(args.runs):
             streamed["MCP progress (SSE)"] += mcp_lags(client, url, args.chunks)
