@@ -6,11 +6,16 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
+import anyio
 import pytest
+from websockets.asyncio.client import connect as aconnect
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from agentbox_gateway.planes.shell import InvalidRequest, SessionLimit, Terminals
+from agentbox_gateway.planes.shell.terminal import MAX_TERMINALS
 
 KEY_ENV = "AIO_API_KEY"
 
@@ -98,3 +103,61 @@ async def test_terminals_are_bounded_and_sizes_checked() -> None:
     assert len(terminals) == 0
     second = await terminals.open()
     await terminals.close(second)
+
+
+def _terminal_shells() -> list[int]:
+    """The gateway's interactive bashes (the test server runs in this process, so they are our children)."""
+    me, shells = str(os.getpid()), []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "")
+        if ppid == me and len(cmdline) > 1 and cmdline[0].endswith(b"bash") and cmdline[1] == b"-i":
+            shells.append(int(entry))
+    return shells
+
+
+def _no_shells_left(timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while _terminal_shells() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not _terminal_shells()
+
+
+@pytest.mark.anyio
+async def test_concurrent_opens_never_exceed_the_terminal_limit(gateway: str) -> None:
+    """64 sockets opened at once: exactly the limit get a shell, the others are closed with 1013 and no
+    bash is started for them; closing the sockets ends every shell."""
+    url, attempts = gateway.replace("http://", "ws://") + "/v1/shell/ws", 64
+    opened: list[int] = []
+    refused: list[int | None] = []
+    settled, release = anyio.Event(), anyio.Event()
+
+    async def one(n: int) -> None:
+        async with aconnect(url, open_timeout=30) as socket:
+            try:
+                await socket.send(f"echo up-$((1000+{n}))\n".encode())
+                seen = b""
+                while f"up-{1000 + n}\r\n".encode() not in seen:
+                    message = await socket.recv()
+                    seen += message if isinstance(message, bytes) else message.encode()
+                opened.append(n)
+            except ConnectionClosed as closed:
+                refused.append(closed.rcvd.code if closed.rcvd else None)
+            if len(opened) + len(refused) == attempts:
+                settled.set()
+            await release.wait()
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tasks:
+            for n in range(attempts):
+                tasks.start_soon(one, n)
+            await settled.wait()
+            shells = _terminal_shells()
+            release.set()
+    assert len(opened) == MAX_TERMINALS and refused == [1013] * (attempts - MAX_TERMINALS)
+    assert len(shells) == MAX_TERMINALS
+    assert await anyio.to_thread.run_sync(_no_shells_left)

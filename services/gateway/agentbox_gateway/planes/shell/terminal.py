@@ -133,15 +133,27 @@ class Terminals:
     def __init__(self, limit: int = MAX_TERMINALS) -> None:
         self.limit = limit
         self._open: set[Terminal] = set()
+        #: Terminals whose bash is being started: they count against the limit from the first await on.
+        self._starting = 0
 
     def __len__(self) -> int:
         return len(self._open)
 
     async def open(self, cols: int = 80, rows: int = 24, cwd: str | None = None) -> Terminal:
         """A new interactive bash in ``cwd`` (the home directory by default)."""
-        if len(self._open) >= self.limit:
-            raise SessionLimit(f"{self.limit} terminals are open already; close one first")
         cols, rows = check_size(cols, rows)
+        # No await from the check to the reservation: concurrent opens cannot exceed the limit.
+        if len(self._open) + self._starting >= self.limit:
+            raise SessionLimit(f"{self.limit} terminals are open already; close one first")
+        self._starting += 1
+        try:
+            terminal = await self._start(cols, rows, cwd)
+        finally:
+            self._starting -= 1
+        self._open.add(terminal)
+        return terminal
+
+    async def _start(self, cols: int, rows: int, cwd: str | None) -> Terminal:
         env = sandbox_environment(extra={"TERM": "xterm-256color", "COLORTERM": "truecolor"})
         bash, setsid = shutil.which("bash", path=env.get("PATH")), shutil.which("setsid")
         if bash is None or setsid is None:
@@ -166,9 +178,7 @@ class Terminals:
             raise
         finally:
             os.close(slave)
-        terminal = Terminal(process, master)
-        self._open.add(terminal)
-        return terminal
+        return Terminal(process, master)
 
     async def close(self, terminal: Terminal) -> None:
         self._open.discard(terminal)
