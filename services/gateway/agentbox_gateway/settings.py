@@ -29,6 +29,9 @@ DEFAULT_PORT = 18091
 DEFAULT_BROWSER_PROXY_PORT = 18093
 MAX_MCP_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_UPLOAD_BYTES = 1024**3
+#: Room for ``/v1/file/write`` with a 12 MiB file as base64 (4/3 of it), the largest JSON body the SDK
+#: sends; files beyond that go by ``/v1/file/upload``.
+DEFAULT_MAX_JSON_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_CODE_MEMORY_LIMIT_MB = 4096
 
 
@@ -85,6 +88,10 @@ class GatewaySettings:
     observability: ObservabilitySettings = nested(ObservabilitySettings)
     #: The largest ``/v1/file/upload`` body (413 beyond it).
     max_upload_bytes: int = setting(DEFAULT_MAX_UPLOAD_BYTES, env="AIO_MAX_UPLOAD_BYTES", parse=integer(minimum=1))
+    #: The largest request body of any other ``/v1/*`` route (JSON; 413 beyond it).
+    max_json_body_bytes: int = setting(
+        DEFAULT_MAX_JSON_BODY_BYTES, env="AIO_MAX_JSON_BODY_BYTES", parse=integer(minimum=1)
+    )
     #: Data memory of each code-execution process (0: no limit).
     code_memory_limit_mb: int = setting(
         DEFAULT_CODE_MEMORY_LIMIT_MB, env="AIO_CODE_MEMORY_LIMIT_MB", parse=integer(minimum=0)

@@ -17,6 +17,7 @@ def build_rest_app(planes: Planes, settings: GatewaySettings) -> FastAPI:
     from fastapi import FastAPI
 
     from . import browser, browser_page, code, context, file_watch, files, hooks, proxy, shell, skills, util
+    from .bodies import BodyLimit
     from .envelope import error_responses, install_error_handlers
 
     app = FastAPI(
@@ -27,6 +28,7 @@ def build_rest_app(planes: Planes, settings: GatewaySettings) -> FastAPI:
         responses=error_responses(401, 403, 421),  # the guards in front of every route
     )
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, limit=settings.max_json_body_bytes)
     routers = (
         shell.router(planes),
         code.router(planes),
