@@ -79,9 +79,11 @@ def build_app(settings: GatewaySettings) -> Starlette:
             try:
                 yield
             finally:
-                await planes.hooks.run("shutdown")  # while every plane still works
-                await upstreams.aclose()
-                await planes.aclose()
+                try:
+                    await planes.hooks.run("shutdown")  # while every plane still works
+                finally:
+                    await upstreams.aclose()
+                    await planes.aclose()
 
     tickets = TicketStore(ttl=settings.ticket_ttl)
     sessions = TicketStore(ttl=browser_auth.SESSION_TTL)

@@ -10,6 +10,7 @@ import builtins
 import itertools
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
 
@@ -22,6 +23,9 @@ EVENTS = frozenset({"shutdown"})
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 300.0
 MAX_HOOKS = 64
+#: A command's length in UTF-8 bytes: well under the kernel's limit of one argument (128 KiB, E2BIG
+#: past it), and a registered hook is kept in memory for the gateway's life.
+MAX_COMMAND_BYTES = 64 * 1024
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -56,6 +60,14 @@ def check_hook(hook: Hook) -> Hook:
         raise HookError(f"unknown event {hook.event!r}: use {', '.join(sorted(EVENTS))}")
     if not hook.command.strip():
         raise HookError("command must not be empty")
+    try:
+        command = os.fsencode(hook.command)  # as the kernel gets it
+    except UnicodeEncodeError:
+        raise HookError("command must be text (it has an unpaired surrogate)") from None
+    if len(command) > MAX_COMMAND_BYTES:
+        raise HookError(f"command must be at most {MAX_COMMAND_BYTES} bytes (UTF-8); put a longer one in a script")
+    if b"\0" in command:
+        raise HookError("command must not contain a NUL character")
     if not 0 < hook.timeout <= MAX_TIMEOUT:
         raise HookError(f"timeout must be between 0 and {MAX_TIMEOUT:g} seconds")
     return hook
@@ -123,9 +135,14 @@ class HookPlane:
 
 
 async def _run(hook: Hook) -> HookRun:
-    process = await spawn_sandboxed(
-        "bash", "-c", hook.command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
-    )
+    """Run one hook; one that cannot even start is logged, and the others and the shutdown go on."""
+    try:
+        process = await spawn_sandboxed(
+            "bash", "-c", hook.command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+        )
+    except Exception as exc:  # E2BIG, no bash, no fork: this hook fails, not the shutdown
+        logger.warning("%s hook %s could not start: %s", hook.event, hook.name, exc)
+        return HookRun(hook.name, None, False)
     try:
         code = await asyncio.wait_for(process.wait(), hook.timeout)
     except TimeoutError:
