@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -23,7 +24,7 @@ from .dockerbox import Box, running_box
 pytestmark = [pytest.mark.docker, pytest.mark.chromium]
 KEY = "preview-origin-e2e-key-41c7"
 APP_PORT = 3000
-EVIL = (__import__("pathlib").Path(__file__).resolve().parents[1] / "support" / "evil_preview.html").read_bytes()
+EVIL = (Path(__file__).resolve().parents[1] / "support" / "evil_preview.html").read_bytes()
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 DASHBOARD_CAN = """async () => {
   const sandbox = await fetch("v1/sandbox").then((r) => r.json());
