@@ -177,7 +177,8 @@ def test_a_preview_origin_cannot_call_the_gateway(which: str, app_port: int, req
             connect(url.replace("http", "ws") + "/v1/shell/ws", additional_headers=origin, open_timeout=5)
         assert refused.value.response.status_code == 403
     own = {"Origin": url, **credentials}
-    assert httpx.post(f"{url}/v1/shell/exec", json={"command": "echo ok"}, headers=own).status_code == 200
+    # The first REST call builds the REST door and spawns a bash: slow on a loaded machine.
+    assert httpx.post(f"{url}/v1/shell/exec", json={"command": "echo ok"}, headers=own, timeout=60).status_code == 200
 
 
 def test_the_path_form_is_sandboxed_in_a_browser(keyed: str, app_port: int) -> None:
@@ -213,7 +214,7 @@ def test_a_key_less_preview_origin_is_open_but_not_to_foreign_pages(open_gateway
 
 def test_context_links_open_previews_on_their_own_origin(keyed: str, open_gateway: str, app_port: int) -> None:
     def previews(url: str, headers: dict[str, str]) -> dict[int, dict[str, object]]:
-        system = httpx.get(f"{url}/v1/sandbox", headers=headers).json()["detail"]["system"]
+        system = httpx.get(f"{url}/v1/sandbox", headers=headers, timeout=60).json()["detail"]["system"]
         return {entry["port"]: entry for entry in system["previews"]}
 
     local = previews(keyed, AUTH)[app_port]
@@ -224,7 +225,7 @@ def test_context_links_open_previews_on_their_own_origin(keyed: str, open_gatewa
     behind = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "box.example"}
     assert previews(open_gateway, behind)[app_port]["preview_url"] == f"https://{app_port}-preview.example.com/"
 
-    info = tool_json(call_tool(f"{keyed}/mcp", "sandbox_get_context", headers=AUTH))
+    info = tool_json(call_tool(f"{keyed}/mcp", "sandbox_get_context", headers=AUTH))  # probes cached by now
     [entry] = [entry for entry in info["previews"] if entry["port"] == app_port]
     assert entry["preview_url"] == local["preview_url"] and local["preview_url"] in info["info"]
 
