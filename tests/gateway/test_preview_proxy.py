@@ -290,6 +290,7 @@ def test_context_lists_listening_ports_with_preview_urls(url: str, app_port: int
         "port": app_port,
         "url": f"https://box.example/proxy/{app_port}/",
         "absproxy_url": f"https://box.example/absproxy/{app_port}/",
+        "preview_url": f"https://box.example/proxy/{app_port}/",  # a remote caller, no AIO_PREVIEW_HOST
     }
     assert int(url.rsplit(":", 1)[1]) not in previews  # the gateway itself is not a preview
 

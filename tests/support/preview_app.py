@@ -12,6 +12,7 @@ Standard library only (it runs with the sandbox's bare ``python3`` too):
 - ``/downloads``: how many bytes each ended download wrote, oldest first (a cut-off one wrote fewer than N)
 - ``/hang``: answers nothing for a minute
 - ``/cookie``: sets ``agentbox_session`` (the gateway's reserved name) and ``app_cookie``
+- ``/csp``: an HTML page with a ``Content-Security-Policy`` of its own
 - ``/ws``: WebSocket echo, choosing the first subprotocol offered
 """
 
@@ -97,6 +98,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"ok")
+        elif route == "/csp":
+            policy = {"Content-Security-Policy": "img-src 'self'"}
+            self._send(200, b"<!doctype html><p>app page</p>", policy, "text/html")
         elif route == "/sse":
             self._chunked_start("text/event-stream")
             self._chunk(b"data: first\n\n")

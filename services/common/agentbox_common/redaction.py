@@ -9,7 +9,19 @@ from urllib.parse import parse_qsl, quote
 #: Query parameters (compared case-insensitively) that carry a credential: the gateway's key and
 #: tickets, MCP mode's token, and the usual names of other apps' tokens (the preview proxy's apps).
 SECRET_PARAMETERS = frozenset(
-    {"api_key", "apikey", "apitoken", "ticket", "token", "access_token", "key", "password", "secret", "auth"}
+    {
+        "api_key",
+        "apikey",
+        "apitoken",
+        "ticket",
+        "agentbox_preview",
+        "token",
+        "access_token",
+        "key",
+        "password",
+        "secret",
+        "auth",
+    }
 )
 
 

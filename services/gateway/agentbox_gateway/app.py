@@ -16,12 +16,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agentbox_common.mcp_progress import RunningCalls
 from agentbox_common.observability.tracing import untraced
 
-from . import __version__, browser_auth, cdp_proxy, preview_proxy, vnc, web
+from . import __version__, browser_auth, cdp_proxy, preview_host, preview_proxy, vnc, web
 from .mcp_door import build_mcp_routes, build_mcp_server
 from .mcp_tools import builtin_tools
 from .mcp_tools.registry import ToolRegistry
 from .metrics import gateway_collector
 from .planes import Planes
+from .planes.preview import PreviewHosts
 from .rest import terminal
 from .security import ApiKeyGuard, HostGuard, OriginGuard, PageHeaders
 from .settings import GatewaySettings
@@ -87,6 +88,8 @@ def build_app(settings: GatewaySettings) -> Starlette:
 
     tickets = TicketStore(ttl=settings.ticket_ttl)
     sessions = TicketStore(ttl=browser_auth.SESSION_TTL)
+    preview_hosts = PreviewHosts(settings.preview_host)
+    preview_grants = preview_host.PreviewGrants(settings.ticket_ttl)
 
     def rest_door() -> ASGIApp:
         from .rest import build_rest_app, mcp_servers
@@ -101,6 +104,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
         *cdp_proxy.routes(settings),
         *preview_proxy.routes(planes.preview, settings),
         *browser_auth.routes(settings.api_key, tickets, sessions),
+        *preview_host.routes(settings, preview_hosts, preview_grants),
         *web.routes(registry, settings),
         *terminal.routes(planes.shell),
         *vnc.routes(settings),
@@ -114,9 +118,21 @@ def build_app(settings: GatewaySettings) -> Starlette:
     app.add_middleware(ApiKeyGuard, api_key=settings.api_key, tickets=tickets, sessions=sessions)
     app.add_middleware(OriginGuard, allowed_origins=settings.allowed_origins, keyed=bool(settings.api_key))
     app.add_middleware(PageHeaders, frame_ancestors=settings.frame_ancestors, exempt=preview_proxy.MOUNTS)
+    # Before the gateway's own guards (and its page headers): on a preview host every path is the app's.
+    app.add_middleware(
+        preview_host.PreviewHost,
+        door=preview_proxy.PreviewDoor(planes.preview, settings, absolute=True, sandboxed=False),
+        hosts=preview_hosts,
+        api_key=settings.api_key,
+        grants=preview_grants,
+        allowed_origins=settings.allowed_origins,
+    )
     # Outside the other guards: a rebound page is refused before anything else answers it.
     app.add_middleware(
-        HostGuard, allowed_hosts=settings.allowed_hosts, active=not settings.api_key or bool(settings.allowed_hosts)
+        HostGuard,
+        allowed_hosts=settings.allowed_hosts,
+        active=not settings.api_key or bool(settings.allowed_hosts),
+        preview_host=lambda host: preview_hosts.port_of(host) is not None,
     )
     metrics = settings.observability.install(app, "agentbox-gateway")
     if metrics is not None:

@@ -4,7 +4,11 @@
 A raw ASGI app rather than a Starlette endpoint, so that bodies pass message by message in both
 directions: a request body is handed to the app as it is received, a response body is sent on as
 each piece arrives (server-sent events, chunked answers), and a caller that goes away stops the
-transfer. The guards of ``app.py`` (origin, API key) run before this, as for every route."""
+transfer. The guards of ``app.py`` (origin, API key) run before this, as for every route.
+
+On the gateway's origin every answer carries ``Content-Security-Policy: sandbox`` (without
+``allow-same-origin``): a page the app serves there must not act with the person's credentials. The
+same door serves the preview origins (see :mod:`.preview_host`), where the app has its own origin."""
 
 from __future__ import annotations
 
@@ -22,7 +26,15 @@ from agentbox_common.errors import ErrorKind
 
 from .cdp_proxy import public_address
 from .planes.browser import gateway_base
-from .planes.preview import Caller, PreviewError, PreviewPlane, Target, parse_port, request_headers
+from .planes.preview import (
+    SANDBOX_POLICY,
+    Caller,
+    PreviewError,
+    PreviewPlane,
+    Target,
+    parse_port,
+    request_headers,
+)
 from .settings import GatewaySettings
 
 logger = logging.getLogger(__name__)
@@ -46,11 +58,13 @@ def _envelope(message: str) -> dict[str, object]:
 
 
 class PreviewDoor:
-    """One of the two mounts: ``absolute`` keeps the whole path, otherwise ``/proxy/{port}`` is cut."""
+    """One of the two mounts: ``absolute`` keeps the whole path, otherwise ``/proxy/{port}`` is cut;
+    ``sandboxed`` (the gateway's origin) adds the sandbox policy to every answer."""
 
-    def __init__(self, plane: PreviewPlane, settings: GatewaySettings, absolute: bool) -> None:
+    def __init__(self, plane: PreviewPlane, settings: GatewaySettings, absolute: bool, sandboxed: bool = True) -> None:
         self.plane = plane
         self.absolute = absolute
+        self.sandboxed = sandboxed
         self.own_port = settings.port
         self.fallback_host = gateway_base(settings).split("://", 1)[1]
 
@@ -126,8 +140,11 @@ class PreviewDoor:
             return
         except _CallerGone:
             return
+        answer_headers = answer.headers
+        if self.sandboxed:
+            answer_headers = [*answer_headers, (b"content-security-policy", SANDBOX_POLICY)]
         try:
-            await send({"type": "http.response.start", "status": answer.status, "headers": answer.headers})
+            await send({"type": "http.response.start", "status": answer.status, "headers": answer_headers})
             if answer.arrived or not body_read:  # nothing left to wait for, or receive() still feeds the body
                 await _send_body(answer.body, send)
                 return

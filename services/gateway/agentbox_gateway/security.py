@@ -139,17 +139,28 @@ class HostGuard:
     key only when ``AIO_ALLOWED_HOSTS`` is set. A request without ``Host`` is not from a browser."""
 
     def __init__(
-        self, app: ASGIApp, allowed_hosts: Iterable[str], active: bool, own_names: Iterable[str] | None = None
+        self,
+        app: ASGIApp,
+        allowed_hosts: Iterable[str],
+        active: bool,
+        own_names: Iterable[str] | None = None,
+        preview_host: Callable[[str], bool] | None = None,
     ) -> None:
         self.app = app
         self.allowed = tuple(allowed_hosts)
         self.active = active
         self.own_names = frozenset(own_host_names() if own_names is None else own_names)
+        #: Whether a ``Host`` is a preview host (``AIO_PREVIEW_HOST``), served like an allowed one.
+        self.preview_host = preview_host
         # A client sends the same few Host values again and again; parsing one costs a few µs.
         self._host_allowed = functools.lru_cache(maxsize=256)(self._judge)
 
     def _judge(self, host: bytes) -> bool:
-        return host_allowed(host.decode("latin-1"), self.allowed, self.own_names)
+        value = host.decode("latin-1")
+        parts = split_host(value)
+        if parts is not None and self.preview_host is not None and self.preview_host(parts[0]):
+            return True
+        return host_allowed(value, self.allowed, self.own_names)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.active and scope["type"] in ("http", "websocket"):

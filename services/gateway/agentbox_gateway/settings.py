@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 from agentbox_common.observability import ObservabilitySettings
 from agentbox_common.settings import (
+    ConfigError,
     csv,
     env_bool,
     given,
@@ -39,6 +41,22 @@ def _url(name: str, raw: str) -> str:
     return raw.rstrip("/")
 
 
+_HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?")
+
+
+def _preview_host(name: str, raw: str) -> str:
+    """A host name with ``{port}`` once in its name part (``{port}-preview.example.com``), lower-cased."""
+    value = raw.strip().lower()
+    if not value:
+        return ""
+    host = value.partition(":")[0]
+    if host.count("{port}") != 1 or not _HOST_NAME.fullmatch(value.replace("{port}", "1")):
+        raise ConfigError(
+            f"{name} must be a host name with {{port}} in it, such as {{port}}-preview.example.com, got {raw!r}"
+        )
+    return value
+
+
 @dataclass(frozen=True)
 class GatewaySettings:
     host: str = setting("127.0.0.1", flag="--host", help="address to bind")
@@ -52,6 +70,9 @@ class GatewaySettings:
     #: ``Host`` values served besides loopback and the machine's own names (``name``, ``name:port``,
     #: ``name:*``); checked always without a key, with one only when set.
     allowed_hosts: tuple[str, ...] = setting((), env="AIO_ALLOWED_HOSTS", parse=csv)
+    #: A wildcard host previews are served on besides ``{port}.localhost`` (``{port}-preview.example.com``):
+    #: every path on such a host is the app's.
+    preview_host: str = setting("", env="AIO_PREVIEW_HOST", parse=_preview_host)
     #: How long a single-use URL ticket (``POST /tickets``, ``vnc_url``) stays good (seconds); long
     #: enough for a person to click a link an agent handed them.
     ticket_ttl: float = setting(DEFAULT_TICKET_TTL, env="AIO_TICKET_TTL", parse=number(minimum=1.0))

@@ -58,6 +58,10 @@ def manual(registry: ToolRegistry, settings: GatewaySettings) -> str:
   key, body `{{"path": "/vnc/"}}` (optional), answers `data.ticket`; append `?ticket=<ticket>` to a URL
   under that path. A ticket works once, within {int(settings.ticket_ttl)} seconds (AIO_TICKET_TTL), and
   signs that browser in. Never put the key itself in a URL.
+- Previews of apps you start (sandbox_get_context lists them): a person opens `preview_url`, the app on
+  an origin of its own (http://<port>.localhost:<gateway port>/); with a key set, `POST /tickets/preview`
+  with {{"port": 3000}} answers `data.url`, a link good once for that port. Programs use /proxy/<port>/
+  or send the key in X-AIO-API-Key on the preview host (Authorization there is the app's).
 
 ## MCP
 

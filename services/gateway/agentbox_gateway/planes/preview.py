@@ -1,5 +1,7 @@
 """The preview plane: what an app serving on a port inside the sandbox looks like from outside,
-through the gateway's ``/proxy/{port}/`` (prefix stripped) and ``/absproxy/{port}/`` (path kept).
+on a preview origin of its own (``http://{port}.localhost:<gateway port>/``, or ``AIO_PREVIEW_HOST``
+such as ``{port}-preview.example.com``) or through the gateway's ``/proxy/{port}/`` (prefix
+stripped) and ``/absproxy/{port}/`` (path kept).
 
 It owns the connection pool to the apps (kept-alive connections reused), decides which request
 headers reach an app (never the gateway's key or session cookie; ``X-Forwarded-*`` set) and which
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
@@ -29,6 +32,16 @@ T = TypeVar("T")
 #: The gateway's own cookie name (reserved for its browser session): never sent to an app, and an
 #: app's ``Set-Cookie`` of that name is dropped so it cannot overwrite it.
 SESSION_COOKIE = "agentbox_session"
+#: The cookie authorising one preview origin (set there by the gateway): never sent to the app either.
+PREVIEW_COOKIE = "agentbox_preview"
+_RESERVED_COOKIES = frozenset({SESSION_COOKIE, PREVIEW_COOKIE})
+#: ``AIO_PREVIEW_HOST``'s placeholder, and the preview host form every gateway serves.
+PORT_PLACEHOLDER = "{port}"
+LOCAL_PREVIEW_HOST = "{port}.localhost"
+#: Added to every answer of ``/proxy/`` and ``/absproxy/`` (the gateway's own origin): a page served
+#: there runs in an opaque origin (no ``allow-same-origin``), so its requests carry ``Origin: null``
+#: and never act with the person's credentials. A separate header: policies combine, the app's stay.
+SANDBOX_POLICY = b"sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads"
 #: Loopback connects either succeed at once or are refused; anything longer is a stuck sandbox.
 CONNECT_TIMEOUT = 5.0
 #: How much of an app's answer is read ahead per connection (reading pauses beyond twice this):
@@ -156,13 +169,79 @@ def preview_url(base: str, port: int, absolute: bool = False) -> str:
     return f"{base.rstrip('/')}/{'absproxy' if absolute else 'proxy'}/{port}/"
 
 
-def preview_links(ports: Iterable[str], base: str, own_port: int) -> list[dict[str, object]]:
-    """Preview URLs of the listening ports (the gateway's own left out), for the context plane."""
-    return [
-        {"port": int(port), "url": preview_url(base, int(port)), "absproxy_url": preview_url(base, int(port), True)}
-        for port in ports
-        if int(port) != own_port
-    ]
+def is_loopback_name(hostname: str | None) -> bool:
+    if not hostname:
+        return False
+    if hostname == "localhost" or hostname.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(hostname).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class PreviewHosts:
+    """The host names previews are served on: ``{port}.localhost`` always, and ``pattern``
+    (``AIO_PREVIEW_HOST``, a host name with ``{port}`` in it, optionally ``:port``) when set."""
+
+    pattern: str = ""
+
+    @property
+    def _forms(self) -> tuple[tuple[str, str], ...]:
+        names = [LOCAL_PREVIEW_HOST, self.pattern.partition(":")[0].lower()] if self.pattern else [LOCAL_PREVIEW_HOST]
+        return tuple((name.partition(PORT_PLACEHOLDER)[0], name.partition(PORT_PLACEHOLDER)[2]) for name in names)
+
+    def port_of(self, host: str) -> int | None:
+        """The port a ``Host`` value previews (its own port part ignored), or None: not a preview host."""
+        name = host.strip().lower().partition(":")[0].rstrip(".")
+        for before, after in self._forms:
+            digits = name[len(before) : len(name) - len(after)]
+            if (
+                name.startswith(before)
+                and name.endswith(after)
+                and 0 < len(digits) <= 5
+                and digits.isascii()
+                and digits.isdigit()
+            ):
+                return int(digits)
+        return None
+
+    def origin_url(self, base: str, port: int) -> str | None:
+        """The preview origin of ``port`` for a caller who reaches the gateway at ``base``: on a
+        loopback host (no prefix) ``{port}.localhost`` on the same port; else the pattern with the
+        caller's scheme; None when neither applies (a remote caller and no pattern)."""
+        parts = urlsplit(base)
+        if is_loopback_name(parts.hostname) and not parts.path.strip("/"):
+            return f"{parts.scheme}://{port}.localhost{f':{parts.port}' if parts.port else ''}/"
+        if self.pattern:
+            return f"{parts.scheme}://{self.pattern.replace(PORT_PLACEHOLDER, str(port))}/"
+        return None
+
+
+def preview_links(
+    ports: Iterable[str], base: str, own_port: int, hosts: PreviewHosts | None = None
+) -> list[dict[str, object]]:
+    """Preview URLs of the listening ports (the gateway's own left out), for the context plane:
+    ``preview_url`` is the one for a person's browser (the preview origin, or the path form when the
+    caller has none), ``url`` and ``absproxy_url`` the path forms (for programs; in a browser they
+    run sandboxed)."""
+    hosts = hosts or PreviewHosts()
+    links: list[dict[str, object]] = []
+    for text in ports:
+        port = int(text)
+        if port == own_port:
+            continue
+        url = preview_url(base, port)
+        links.append(
+            {
+                "port": port,
+                "url": url,
+                "absproxy_url": preview_url(base, port, True),
+                "preview_url": hosts.origin_url(base, port) or url,
+            }
+        )
+    return links
 
 
 def without_key(query: bytes, key: str) -> bytes:
@@ -176,7 +255,9 @@ def without_key(query: bytes, key: str) -> bytes:
 
 def _without_session_cookie(value: str) -> str:
     return "; ".join(
-        pair for pair in value.split(";") if pair.strip().split("=", 1)[0].strip() != SESSION_COOKIE and pair.strip()
+        pair
+        for pair in value.split(";")
+        if pair.strip().split("=", 1)[0].strip() not in _RESERVED_COOKIES and pair.strip()
     )
 
 
@@ -184,7 +265,7 @@ def request_headers(
     headers: Iterable[tuple[bytes, bytes]], caller: Caller, target: Target, key: str, websocket: bool = False
 ) -> list[tuple[str, str]]:
     """The caller's headers as the app gets them: hop-by-hop ones and any value carrying the gateway's
-    key dropped, the gateway's session cookie removed, ``X-Forwarded-For/-Proto/-Host/-Prefix`` set."""
+    key dropped, the gateway's session and preview cookies removed, ``X-Forwarded-For/-Proto/-Host/-Prefix`` set."""
     forwarded_for = ""
     out: list[tuple[str, str]] = []
     for raw_name, raw_value in headers:
@@ -195,7 +276,7 @@ def request_headers(
         value = raw_value.decode("latin-1")
         if key and key in value:
             continue
-        if raw_name == b"cookie" and SESSION_COOKIE in value:
+        if raw_name == b"cookie" and (SESSION_COOKIE in value or PREVIEW_COOKIE in value):
             value = _without_session_cookie(value)
             if not value:
                 continue
@@ -237,7 +318,7 @@ def response_headers(
             continue
         if lowered == b"location":
             value = rewrite_location(value.decode("latin-1"), target, outer_prefix).encode("latin-1")
-        elif lowered == b"set-cookie" and value.split(b"=", 1)[0].strip() == SESSION_COOKIE.encode():
+        elif lowered == b"set-cookie" and value.split(b"=", 1)[0].strip().decode("latin-1") in _RESERVED_COOKIES:
             continue
         out.append((lowered, value))
     return out

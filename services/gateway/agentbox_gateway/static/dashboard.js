@@ -182,6 +182,47 @@ document.getElementById("file-upload").addEventListener("change", (event) => {
   event.target.value = "";
 });
 
+// -- previews ----------------------------------------------------------------------------------
+// Each app opens on its own origin (http://<port>.localhost:<gateway port>/ and the like), in a new
+// tab. With a key, the link carries a preview ticket minted on the click: good once, for that
+// port only; the preview origin trades it for a cookie of its own.
+async function openPreview(entry) {
+  let url = entry.preview_url;
+  if (document.body.dataset.auth === "key") {
+    try {
+      const data = await postJson("tickets/preview", { port: entry.port });
+      if (data.url) url = data.url;
+    } catch (error) {
+      document.getElementById("preview-list").prepend(
+        element("li", { className: "down", textContent: `Cannot open port ${entry.port}: ${error.message}` }));
+      return;
+    }
+  }
+  window.open(url, "_blank", "noopener,noreferrer");
+}
+
+async function showPreviews() {
+  const list = document.getElementById("preview-list");
+  try {
+    const sandbox = await fetch(new URL("v1/sandbox", root), { credentials: "same-origin" }).then((r) => r.json());
+    const previews = (sandbox.detail && sandbox.detail.system.previews) || [];
+    if (!previews.length) {
+      list.replaceChildren(element("li", { className: "muted", textContent: "No app is listening yet." }));
+      return;
+    }
+    list.replaceChildren(...previews.map((entry) => {
+      const link = element("a", { href: entry.preview_url, target: "_blank", rel: "noopener noreferrer",
+        textContent: `port ${entry.port}`, className: "preview-link" });
+      link.dataset.port = entry.port;
+      link.addEventListener("click", (event) => { event.preventDefault(); openPreview(entry); });
+      return element("li", {}, link, " ", element("code", { className: "muted", textContent: entry.preview_url }));
+    }));
+  } catch (error) {
+    list.replaceChildren(element("li", { className: "down", textContent: `Previews unavailable: ${error.message}` }));
+  }
+}
+document.getElementById("previews-refresh").addEventListener("click", showPreviews);
+
 // -- MCP snippet and sign-out ------------------------------------------------------------------
 function showConnect() {
   const url = new URL("mcp", root).href;
@@ -200,6 +241,7 @@ function showConnect() {
 
 showConnect();
 showStatus();
+showPreviews();
 showLiveView();
 startTerminal();
 listFolder(new URLSearchParams(location.search).get("path") || document.body.dataset.home || "/");

@@ -29,7 +29,7 @@ from ... import __version__
 from ...settings import GatewaySettings
 from ..browser import gateway_base
 from ..languages import Language
-from ..preview import preview_links
+from ..preview import PreviewHosts, preview_links
 from .capabilities import BrowserStatus, Capabilities, CapabilityReport
 from .errors import ContextError, RuntimeUnavailable
 from .skills import load_skill
@@ -106,7 +106,8 @@ class SandboxContext:
     runtimes: dict[str, list[dict[str, Any]]]
     utils: list[dict[str, Any]]
     workspace: str | None = None
-    #: ``[{port, url, absproxy_url}]``: every listening port but the gateway's, opened through the gateway.
+    #: ``[{port, url, absproxy_url, preview_url}]``: every listening port but the gateway's, opened
+    #: through the gateway (``preview_url`` on a preview origin of its own, for a person's browser).
     previews: list[dict[str, Any]] = field(default_factory=list)
 
     def system(self) -> dict[str, Any]:
@@ -143,7 +144,7 @@ class SandboxContext:
         lines += [
             f"Timezone: {self.timezone}",
             f"Occupied ports: {', '.join(self.occupied_ports) or 'none'}",
-            f"Preview URLs: {', '.join(p['url'] for p in self.previews) or 'none'}",
+            f"Preview URLs: {', '.join(p['preview_url'] for p in self.previews) or 'none'}",
             f"Runtimes: {'; '.join(runtimes) or 'none'}",
             f"Tools: {', '.join(tools) or 'none'}",
         ]
@@ -280,7 +281,9 @@ class ContextPlane:
             runtimes=runtimes,
             utils=utils,
             workspace=workspace,
-            previews=preview_links(ports, public_base or self.local_base, self.settings.port),
+            previews=preview_links(
+                ports, public_base or self.local_base, self.settings.port, PreviewHosts(self.settings.preview_host)
+            ),
             **self._static,
         )
 

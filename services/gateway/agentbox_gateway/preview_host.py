@@ -1,0 +1,302 @@
+"""Previews on an origin of their own. A request whose ``Host`` (or ``X-Forwarded-Host``) is a
+preview host (``{port}.localhost``, or ``AIO_PREVIEW_HOST`` such as ``{port}-preview.example.com``)
+goes wholly to the app on that port: every path, ``/v1/*``, ``/tickets`` and ``/login`` included, is
+the app's, and the app sees it as is (like ``/absproxy/``). A page there is on another origin than
+the gateway, so it cannot read the gateway with the person's credentials; and a request to the
+gateway's own host from a preview origin is refused (403), whatever its method.
+
+There the gateway's session cookie is never valid and the app's own ``Authorization`` header and
+cookies are the app's. With ``AIO_API_KEY`` set a preview is opened with a credential good for that
+port only: a single-use preview ticket (``POST /tickets/preview``, never accepted by the gateway's
+own guard) redeemed as ``?agentbox_preview=<t>``, which sets the HttpOnly, host-only
+``agentbox_preview`` cookie and redirects to the same URL without the ticket. ``SameSite=Lax``,
+not ``Strict``: the ticket arrives on a navigation from the dashboard (another site), and a Strict
+cookie would be left off the redirect that follows it. Programs send the key in ``X-AIO-API-Key``
+or ``X-API-Key`` instead. The cookie, the ticket and the key are stripped before the app."""
+
+from __future__ import annotations
+
+import functools
+import hmac
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import unquote_plus, urlsplit
+
+from starlette.requests import Request, cookie_parser
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from agentbox_common.asgi import refuse
+
+from . import browser_auth
+from .cdp_proxy import request_public_base
+from .planes.browser import gateway_base
+from .planes.preview import PREVIEW_COOKIE, PreviewHosts, is_loopback_name
+from .security import origin_matches
+from .settings import GatewaySettings
+from .tickets import WHOLE_GATEWAY, TicketStore, credential_scope
+
+#: The query parameter carrying a preview ticket (never passed to the app).
+TICKET_PARAM = "agentbox_preview"
+_SAFE = frozenset({"GET", "HEAD"})
+_KEY_HEADERS = (b"x-aio-api-key", b"x-api-key")
+
+
+class PortGrants:
+    """Tokens each good for one port: single-use tickets (:meth:`redeem`) or sessions (:meth:`holds`).
+    A ticket store of its own, so no guard of the gateway ever takes one of these for anything else."""
+
+    def __init__(self, ttl: float) -> None:
+        self._store = TicketStore(ttl=ttl)
+
+    @property
+    def ttl(self) -> float:
+        return self._store.ttl
+
+    @staticmethod
+    def _scope(port: int) -> str:
+        return f"preview:{port}"
+
+    def issue(self, port: int) -> str:
+        return self._store.issue(self._scope(port))
+
+    def redeem(self, token: str, port: int) -> bool:
+        """True once for a live token of ``port``; gone after, whether it matched or not."""
+        return self._store.redeem(token, self._scope(port)) is not None
+
+    def holds(self, token: str, port: int) -> bool:
+        return self._store.holds(token, self._scope(port)) is not None
+
+
+class PreviewGrants:
+    """The preview tickets (``AIO_TICKET_TTL``) and the preview sessions behind the cookie."""
+
+    def __init__(self, ticket_ttl: float) -> None:
+        self.tickets = PortGrants(ticket_ttl)
+        self.sessions = PortGrants(browser_auth.SESSION_TTL)
+
+
+def _without_ticket(query: bytes) -> tuple[bytes, str | None]:
+    """The raw query without ``agentbox_preview`` (the rest byte for byte), and the ticket if any."""
+    if TICKET_PARAM.encode() not in query:
+        return query, None
+    kept, ticket = [], None
+    for piece in query.split(b"&"):
+        name, _, value = piece.decode("latin-1").partition("=")
+        if unquote_plus(name) == TICKET_PARAM:
+            ticket = unquote_plus(value)
+        else:
+            kept.append(piece)
+    return b"&".join(kept), ticket
+
+
+def _is_https(scope: Scope) -> bool:
+    forwarded = dict(scope["headers"]).get(b"x-forwarded-proto", b"").decode("latin-1")
+    return forwarded.split(",")[0].strip().lower() in ("https", "wss") or scope.get("scheme") in ("https", "wss")
+
+
+def preview_cookie(token: str, scope: Scope) -> tuple[bytes, bytes]:
+    value = f"{PREVIEW_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={int(browser_auth.SESSION_TTL)}"
+    return b"set-cookie", (value + "; Secure" if _is_https(scope) else value).encode("latin-1")
+
+
+_NEEDS_TICKET = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>agentbox: preview</title></head>
+<body style="font: 16px system-ui, sans-serif; max-width: 36rem; margin: 4rem auto">
+<h1>This preview needs permission</h1>
+<p>{reason} Open it from the agentbox dashboard (its Previews list), or ask the gateway for a link with
+<code>POST /tickets/preview</code>. Programs send the key in <code>X-AIO-API-Key</code>.</p>
+</body></html>
+"""
+
+
+async def _refuse(scope: Scope, send: Send, status: int, message: str, hint: str) -> None:
+    if status == 401 and browser_auth.wants_page(scope):
+        reason = "That link was already used or has expired." if "ticket" in message else "It is not open yet."
+        body = _NEEDS_TICKET.format(reason=reason).encode()
+        headers = [(b"content-type", b"text/html; charset=utf-8"), (b"cache-control", b"no-store")]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        return
+    await refuse(scope, send, status, {"success": False, "message": message, "data": None, "hint": hint})
+
+
+def _local_path(raw_path: bytes) -> bytes:
+    """A path on this host for ``Location`` (``//evil.example`` would leave it)."""
+    return b"/" + raw_path.lstrip(b"/\\")
+
+
+class PreviewHost:
+    """The dispatch by host (see the module's docstring), placed right inside the ``Host`` guard:
+    preview hosts to ``door`` (the preview door keeping the path), the rest to ``app``. The cost
+    on the gateway's own requests is one pass over the headers and a cached look-up."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        door: ASGIApp,
+        hosts: PreviewHosts,
+        api_key: str,
+        grants: PreviewGrants,
+        allowed_origins: Iterable[str] = (),
+    ) -> None:
+        self.app = app
+        self.door = door
+        self.hosts = hosts
+        self.key = api_key.encode()
+        self.grants = grants
+        self.allowed_origins = tuple(allowed_origins)
+        self._port_of = functools.lru_cache(maxsize=256)(self._judge_host)
+        self._origin_port = functools.lru_cache(maxsize=256)(self._judge_origin)
+
+    def _judge_host(self, host: bytes) -> int | None:
+        return self.hosts.port_of(host.decode("latin-1"))
+
+    def _judge_origin(self, origin: bytes) -> int | None:
+        """The port of a preview origin, -1 for another allowed one, None for a foreign one."""
+        text = origin.decode("latin-1")
+        try:
+            parts = urlsplit(text)
+            hostname = parts.hostname
+        except ValueError:
+            return None
+        if parts.scheme not in ("http", "https") or not hostname:
+            return None
+        port = self.hosts.port_of(hostname)
+        if port is not None:
+            return port
+        if is_loopback_name(hostname) or any(origin_matches(text, pattern) for pattern in self.allowed_origins):
+            return -1
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        host = forwarded = origin = None
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = value
+            elif name == b"x-forwarded-host":
+                forwarded = value.split(b",")[0].strip()
+            elif name == b"origin":
+                origin = value
+        port = self._port_of(host) if host is not None else None
+        if port is None and forwarded is not None:
+            port = self._port_of(forwarded)
+        if port is None:
+            preview_origin = self._origin_port(origin) if origin is not None else None
+            if preview_origin is not None and preview_origin >= 0:
+                await _refuse(
+                    scope,
+                    send,
+                    403,
+                    "Forbidden: a preview origin cannot call the gateway",
+                    "a previewed app has an origin of its own; call the gateway from its own pages or a program",
+                )
+                return
+            await self.app(scope, receive, send)
+            return
+        await self._preview(scope, receive, send, port, origin)
+
+    async def _preview(self, scope: Scope, receive: Receive, send: Send, port: int, origin: bytes | None) -> None:
+        if origin is not None and self._origin_port(origin) is None:
+            await _refuse(
+                scope, send, 403, "Forbidden: origin not allowed", "list the page's origin in AIO_ALLOWED_ORIGINS"
+            )
+            return
+        query, ticket = _without_ticket(scope.get("query_string", b""))
+        scope = {**scope, "query_string": query, "path_params": {"port": str(port)}}
+        if self.key:
+            if ticket is not None and scope["type"] == "http" and scope["method"] in _SAFE:
+                await self._redeem(scope, send, port, ticket, query)
+                return
+            if not self._authorised(scope, port):
+                await _refuse(
+                    scope,
+                    send,
+                    401,
+                    f"Unauthorized: this preview of port {port} needs a preview ticket or the key",
+                    "open it from the dashboard, or send X-AIO-API-Key: <AIO_API_KEY>",
+                )
+                return
+        await self.door(scope, receive, send)
+
+    def _authorised(self, scope: Scope, port: int) -> bool:
+        """The preview cookie for this port, or the key in ``X-AIO-API-Key``/``X-API-Key`` (never
+        ``Authorization``, nor the gateway's session cookie: those are the app's)."""
+        headers = dict(scope["headers"])
+        for name in _KEY_HEADERS:
+            value = headers.get(name)
+            if value is not None and hmac.compare_digest(value.strip(), self.key):
+                return True
+        raw = headers.get(b"cookie")
+        token = cookie_parser(raw.decode("latin-1")).get(PREVIEW_COOKIE) if raw else None
+        return bool(token) and self.grants.sessions.holds(token or "", port)
+
+    async def _redeem(self, scope: Scope, send: Send, port: int, ticket: str, query: bytes) -> None:
+        """A good ticket: the cookie, and back to the URL without it. A spent one is forgiven to a
+        browser already holding the cookie (a bookmarked link), else refused."""
+        redeemed = self.grants.tickets.redeem(ticket, port)
+        if not redeemed and not self._authorised(scope, port):
+            await _refuse(
+                scope,
+                send,
+                401,
+                f"Unauthorized: the preview ticket for port {port} was used, has expired or is for another port",
+                "ask for a new one with POST /tickets/preview",
+            )
+            return
+        path: bytes = scope.get("raw_path") or scope["path"].encode()
+        location = _local_path(path) + (b"?" + query if query else b"")
+        headers = [
+            (b"location", location),
+            (b"cache-control", b"no-store"),
+            (b"referrer-policy", b"no-referrer"),
+            (b"content-length", b"0"),
+        ]
+        if redeemed:
+            headers.append(preview_cookie(self.grants.sessions.issue(port), scope))
+        await send({"type": "http.response.start", "status": 303, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def _invalid(message: str) -> JSONResponse:
+    body = {"success": False, "message": message, "data": None, "hint": 'send {"port": 3000}'}
+    return JSONResponse(body, status_code=400)
+
+
+def routes(settings: GatewaySettings, hosts: PreviewHosts, grants: PreviewGrants) -> list[BaseRoute]:
+    """``POST /tickets/preview`` (behind the guard like every route): a single-use ticket opening
+    the preview of one port, and the preview origin's URL carrying it for the caller."""
+    fallback = gateway_base(settings)
+
+    async def issue(request: Request) -> Response:
+        body: Any = None
+        try:
+            body = await request.json()
+        except ValueError:
+            pass
+        port = body.get("port") if isinstance(body, dict) else None
+        if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+            return _invalid("Invalid request: 'port' must be a port number from 1 to 65535")
+        if port == settings.port:
+            return _invalid(f"Port {port} is the gateway's own port; it has no preview")
+        if credential_scope(request.scope) != WHOLE_GATEWAY:  # a scoped credential opens no preview
+            return JSONResponse(
+                {
+                    "success": False,
+                    "message": f"Forbidden: this credential opens only {credential_scope(request.scope)}",
+                    "data": None,
+                    "hint": "ask with the API key, or a session from the sign-in form",
+                },
+                status_code=403,
+            )
+        origin = hosts.origin_url(request_public_base(request, fallback), port)
+        ticket = grants.tickets.issue(port) if settings.api_key else None
+        url = f"{origin}?{TICKET_PARAM}={ticket}" if origin and ticket else origin
+        data = {"port": port, "ticket": ticket, "url": url, "expires_in": int(grants.tickets.ttl)}
+        return JSONResponse({"success": True, "message": "Preview ticket issued", "data": data, "hint": None})
+
+    return [Route("/tickets/preview", issue, methods=["POST"])]
