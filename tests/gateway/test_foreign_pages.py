@@ -92,7 +92,7 @@ def test_another_loopback_page_opens_no_terminal_and_frames_nothing(gateway: str
 def test_a_key_less_gateway_refuses_other_loopback_origins_and_serves_its_own(gateway: str) -> None:
     for origin in ("http://127.0.0.1:1", "http://localhost:3000", "http://3000.localhost:" + gateway.rsplit(":", 1)[1]):
         refused = httpx.post(f"{gateway}/v1/shell/exec", json={"command": "true"}, headers={"Origin": origin})
-        assert refused.status_code == 403 and refused.json()["message"] == "Forbidden: origin not allowed"
+        assert refused.status_code == 403 and refused.json()["message"].startswith("Forbidden: ")
         with pytest.raises(InvalidStatus) as denied:
             connect(ws(gateway), origin=origin, open_timeout=10)  # type: ignore[arg-type]
         assert denied.value.response.status_code == 403
