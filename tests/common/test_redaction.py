@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from agentbox_common.logging import RedactSecrets
-from agentbox_common.redaction import escape_controls, is_secret_name, redact_query, redact_text
+from agentbox_common.redaction import escape_controls, is_secret_name, redact_query, redact_text, redacted
 
 KEY = "sekrit-key-0123456789"
 
@@ -57,3 +57,10 @@ def test_the_log_filter_redacts_and_escapes_any_record() -> None:
     RedactSecrets().filter(record)
     message = record.getMessage()
     assert KEY not in message and "\n" not in message and "\\x0d\\x0aFORGED?%61pi_key=[redacted" in message
+
+
+def test_text_around_a_url_is_not_part_of_its_value() -> None:
+    assert redact_text(f"http://h/x?token={KEY}: refused.") == f"http://h/x?token={redacted(KEY)}: refused."
+    assert redact_text(f"(see /x?ticket={KEY})") == f"(see /x?ticket={redacted(KEY)})"
+    jwt = "aaa.bbb.ccc"
+    assert redact_text(f"/x?token={jwt}") == f"/x?token={redacted(jwt)}"

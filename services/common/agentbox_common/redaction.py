@@ -22,8 +22,9 @@ SECRET_WORDS = ("key", "token", "ticket", "secret", "password", "passwd", "pwd",
 _NOT_ALPHANUMERIC = re.compile(r"[^a-z0-9]+")
 #: C0 controls (CR, LF, ESC starting ANSI sequences, NUL, ...), DEL and C1 controls.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-#: ``name=value`` after ``?``, ``&`` or ``;`` in free text; the value ends where a URL would.
-_PARAMETER = re.compile(r"(?<=[?&;])([^=&#?\s\"'<>]+)=([^&#\s\"'<>]*)")
+#: ``name=value`` after ``?``, ``&`` or ``;`` in free text; the value ends where a URL would, less
+#: the punctuation of the text around it (``…?token=abc: refused``).
+_PARAMETER = re.compile(r"(?<=[?&;])([^=&#?\s\"'<>]+)=([^&#\s\"'<>]*?)(?=[:.,;)\]]*(?:[&#\s\"'<>]|$))")
 #: ``scheme://user:password@`` in free text.
 _USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s\"'<>]*:)([^@/\s\"'<>]+)(?=@)")
 _REDACTED = "[redacted "
