@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 from urllib.parse import parse_qsl, quote, unquote_plus
 
 #: Words that make a parameter name a credential's, matched inside its decoded, lowercased name
@@ -39,6 +40,7 @@ def redacted(value: str) -> str:
     return f"{_REDACTED}len={len(value)} sha256={digest}]"
 
 
+@lru_cache(maxsize=1024)  # the same few names come again and again; the cache stays bounded
 def is_secret_name(name: str) -> bool:
     """Whether a parameter called ``name`` (as sent: percent-decoded here, repeatedly) carries a credential."""
     for _ in range(3):  # api%255Fkey -> api%5Fkey -> api_key
