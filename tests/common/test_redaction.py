@@ -4,10 +4,11 @@ control characters escaped (issue 26 items 8, 9 and 12)."""
 from __future__ import annotations
 
 import logging
+import sys
 
 import pytest
 
-from agentbox_common.logging import RedactSecrets
+from agentbox_common.logging import JsonFormatter, RedactSecrets
 from agentbox_common.redaction import escape_controls, is_secret_name, redact_query, redact_text, redacted
 
 KEY = "sekrit-key-0123456789"
@@ -64,3 +65,18 @@ def test_text_around_a_url_is_not_part_of_its_value() -> None:
     assert redact_text(f"(see /x?ticket={KEY})") == f"(see /x?ticket={redacted(KEY)})"
     jwt = "aaa.bbb.ccc"
     assert redact_text(f"/x?token={jwt}") == f"/x?token={redacted(jwt)}"
+
+
+def test_a_traceback_keeps_its_lines_but_loses_credentials_and_escapes() -> None:
+    try:
+        raise ConnectionError(f"http://up/mcp?api_key={KEY} refused\r\nFORGED\x1b[2J")
+    except ConnectionError:
+        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed", None, sys.exc_info())
+    RedactSecrets().filter(record)
+    for formatter in (logging.Formatter(), JsonFormatter()):
+        shown = formatter.format(record)
+        assert KEY not in shown and "\x1b" not in shown and "\r" not in shown, shown
+        assert "refused\\x0d" in shown.replace("\\\\", "\\") and "FORGED\\x1b[2J" in shown.replace("\\\\", "\\")
+    text = logging.Formatter().format(record)
+    assert text.startswith("failed\n  Traceback (most recent call last):\n"), text
+    assert not [line for line in text.splitlines()[1:] if not line.startswith("  ")], text

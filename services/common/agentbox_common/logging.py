@@ -21,6 +21,9 @@ def redact(text: str) -> str:
     return escape_controls(redact_text(text))
 
 
+_TRACEBACKS = logging.Formatter()
+
+
 class RedactSecrets(logging.Filter):
     """Rewrites a record's message (arguments merged in) when it holds a credential in a URL or a
     control character."""
@@ -32,6 +35,11 @@ class RedactSecrets(logging.Filter):
         cleaned = redact(message)
         if cleaned != message:
             record.msg, record.args = cleaned, None
+        if record.exc_info and not record.exc_text:  # formatters use this text when it is set
+            # A traceback keeps its lines, indented: an exception's message (which may quote a
+            # request) can never start a line that reads as a record of its own.
+            traceback = escape_controls(redact_text(_TRACEBACKS.formatException(record.exc_info)), lines=True)
+            record.exc_text = "  " + traceback.replace("\n", "\n  ")
         return True
 
 
@@ -50,7 +58,7 @@ class JsonFormatter(logging.Formatter):
         if isinstance(fields, dict):  # structured lines (the access log) keep their fields as keys
             entry.update(fields)
         if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+            entry["exception"] = record.exc_text or self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
 
 

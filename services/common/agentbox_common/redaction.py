@@ -23,6 +23,8 @@ SECRET_WORDS = ("key", "token", "ticket", "secret", "password", "passwd", "pwd",
 _NOT_ALPHANUMERIC = re.compile(r"[^a-z0-9]+")
 #: C0 controls (CR, LF, ESC starting ANSI sequences, NUL, ...), DEL and C1 controls.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: The same but LF, for text that is many lines by nature (a traceback).
+_CONTROL_BUT_LF = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 #: ``name=value`` after ``?``, ``&`` or ``;`` in free text; the value ends where a URL would, less
 #: the punctuation of the text around it (``…?token=abc: refused``).
 _PARAMETER = re.compile(r"(?<=[?&;])([^=&#?\s\"'<>]+)=([^&#\s\"'<>]*?)(?=[:.,;)\]]*(?:[&#\s\"'<>]|$))")
@@ -52,11 +54,13 @@ def is_secret_name(name: str) -> bool:
     return any(word in folded for word in SECRET_WORDS)
 
 
-def escape_controls(text: str) -> str:
-    """``text`` with every control character written as ``\\xNN`` (one logged line stays one line)."""
-    if _CONTROL.search(text) is None:
+def escape_controls(text: str, *, lines: bool = False) -> str:
+    """``text`` with every control character written as ``\\xNN`` (one logged line stays one line);
+    with ``lines``, LF is kept (a traceback's lines), CR and the rest are still escaped."""
+    pattern = _CONTROL_BUT_LF if lines else _CONTROL
+    if pattern.search(text) is None:
         return text
-    return _CONTROL.sub(lambda match: f"\\x{ord(match[0]):02x}", text)
+    return pattern.sub(lambda match: f"\\x{ord(match[0]):02x}", text)
 
 
 def redact_query(query: str) -> str:
