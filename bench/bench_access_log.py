@@ -9,9 +9,9 @@ editable install). Each round calls every gateway once with the cheapest logged 
 CR LF, so all see the same machine noise; the ratio of the p50s (this tree / base) is the figure.
 
 Over HTTP the line's cost is lost in the noise of a shared machine, so first the same requests are
-made in-process: the middleware around a bare ASGI app, its records written by the services'
-handler (``configure_logging``) to a file, short processes of this tree and the base ref alternating;
-the median microseconds per request of each is printed.
+made in-process: each tree's middleware around a bare ASGI app, its records written through that
+tree's formatter and filter (as ``configure_logging`` sets them) to ``/dev/null``, the base ref
+loaded beside this tree as ``agentbox_common_base``, calls alternating one by one.
 
     .venv/bin/python bench/bench_access_log.py [--calls 3000] [--base main]
 """
@@ -19,15 +19,21 @@ the median microseconds per request of each is printed.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
-import json
+import importlib
+import importlib.util
+import logging
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 from urllib.parse import unquote
 
 import httpx
@@ -50,59 +56,100 @@ def base_tree(ref: str) -> Iterator[str]:
         yield os.pathsep.join(str(services / name) for name in ("common", "gateway", "browser", "mcp-mode"))
 
 
-#: Run by ``python -c`` under each tree: microseconds per request through the middleware, per target.
-MICRO = """
-import asyncio, json, logging, os, sys, time
-from agentbox_common.logging import configure_logging
-from agentbox_common.observability.middleware import ObservabilityMiddleware
-sys.stderr = open(os.devnull, "w")
-configure_logging()
+def _load_base(directory: str) -> tuple[ModuleType, ModuleType]:
+    """The base ref's ``agentbox_common`` as the package ``agentbox_common_base`` (its logging and
+    access log use relative imports only), beside this tree's in the same process."""
+    spec = importlib.util.spec_from_file_location(
+        "agentbox_common_base", Path(directory, "agentbox_common", "__init__.py"), submodule_search_locations=[]
+    )
+    assert spec is not None and spec.loader is not None
+    package = importlib.util.module_from_spec(spec)
+    package.__path__ = [str(Path(directory, "agentbox_common"))]
+    sys.modules["agentbox_common_base"] = package
+    spec.loader.exec_module(package)
+    return (
+        importlib.import_module("agentbox_common_base.logging"),
+        importlib.import_module("agentbox_common_base.observability.middleware"),
+    )
 
-async def app(scope, receive, send):
+
+def _wrapped(logging_module: ModuleType, middleware_module: ModuleType, form: str, name: str) -> Any:
+    """The tree's middleware around a bare app, logging to its own logger through the tree's
+    formatter and filter (as ``configure_logging`` sets them), into ``/dev/null``."""
+    handler = logging.StreamHandler(open(os.devnull, "w"))
+    formatter = (
+        logging_module.JsonFormatter()
+        if form == "json"
+        else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    )
+    handler.setFormatter(formatter)
+    handler.addFilter(logging_module.RedactSecrets())
+    logger = logging.getLogger(f"bench.{name}")
+    logger.handlers[:], logger.propagate = [handler], False
+    logger.setLevel(logging.INFO)
+    middleware = middleware_module.ObservabilityMiddleware(_bare_app, None)
+    return middleware, logger
+
+
+async def _bare_app(scope: dict, receive: Any, send: Any) -> None:
     await send({"type": "http.response.start", "status": 200, "headers": []})
     await send({"type": "http.response.body", "body": b"ok"})
 
-async def receive():
+
+async def _receive() -> dict:
     return {"type": "http.request", "body": b""}
 
-async def send(message):
+
+async def _send(message: dict) -> None:
     pass
 
-wrapped = ObservabilityMiddleware(app, None)
-out = {}
-for name, (path, query) in json.loads(sys.argv[1]).items():
-    scope = {"type": "http", "method": "GET", "path": path, "query_string": query.encode(), "headers": [],
-             "client": ("127.0.0.1", 5000), "root_path": ""}
-    async def run(count):
-        for _ in range(count):
-            await wrapped(scope, receive, send)
-    asyncio.run(run(300))
-    started = time.perf_counter()
-    asyncio.run(run(int(sys.argv[2])))
-    out[name] = (time.perf_counter() - started) / int(sys.argv[2]) * 1e6
-print(json.dumps(out))
-"""
 
+def micro(base_common: str, base: str, calls: int) -> None:
+    """Per request through each tree's middleware in one process, alternating call by call."""
+    import agentbox_common.logging as ours_logging
+    import agentbox_common.observability.middleware as ours_middleware
 
-def micro(base_path: str, base: str, calls: int, runs: int = 7) -> None:
-    targets = {name: (unquote(t.split("?")[0]), t.partition("?")[2]) for name, t in TARGETS.items()}
+    logging._srcfile = None  # as configure_logging sets it, for both
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
+    base_logging, base_middleware = _load_base(base_common)
+    contenders: dict[str, tuple[Any, Any, logging.Logger]] = {}
+    for form in ("text", "json"):
+        for tree, modules in (("this tree", (ours_logging, ours_middleware)), (base, (base_logging, base_middleware))):
+            middleware, logger = _wrapped(*modules, form, f"{tree}.{form}")
+            contenders[f"{tree}, {form}"] = (modules[1], middleware, logger)
     found: dict[str, list[float]] = {}
-    for _ in range(runs):
-        for tree, extra in (("this tree", {}), (base, {"PYTHONPATH": base_path})):
-            for form in ("text", "json"):
-                env = {**os.environ, **extra, "LOG_FORMAT": "json" if form == "json" else "", "LOG_LEVEL": "INFO"}
-                command = [sys.executable, "-c", MICRO, json.dumps(targets), str(calls)]
-                timings = json.loads(subprocess.run(command, env=env, check=True, capture_output=True).stdout)
-                for name, value in timings.items():
-                    found.setdefault(f"{name}, {tree}, {form}", []).append(value)
-    print(f"{'in-process, per request':<34} {'median us':>10}")
+
+    async def run() -> None:
+        for target_name, target in TARGETS.items():
+            path, _, query = target.partition("?")
+            scope = {
+                "type": "http",
+                "method": "GET",
+                "path": unquote(path),
+                "query_string": query.encode(),
+                "headers": [],
+                "client": ("127.0.0.1", 5000),
+                "root_path": "",
+            }
+            for round_ in range(calls + 200):
+                for name, (module, middleware, logger) in contenders.items():
+                    module.access_logger = logger
+                    started = time.perf_counter_ns()
+                    await middleware(dict(scope), _receive, _send)
+                    elapsed = time.perf_counter_ns() - started
+                    if round_ >= 200:
+                        found.setdefault(f"{target_name}, {name}", []).append(elapsed / 1000)
+
+    asyncio.run(run())
+    print(f"{'in-process, per request':<34} {'p50 us':>8} {'p99 us':>8}")
     for name, values in found.items():
-        print(f"{name:<34} {statistics.median(values):>10.1f}")
-    for name in TARGETS:
+        ordered = sorted(values)
+        print(f"{name:<34} {ordered[len(ordered) // 2]:>8.1f} {ordered[int(len(ordered) * 0.99)]:>8.1f}")
+    for target_name in TARGETS:
         for form in ("text", "json"):
-            ours = statistics.median(found[f"{name}, this tree, {form}"])
-            theirs = statistics.median(found[f"{name}, {base}, {form}"])
-            print(f"in-process ratio {name}, {form}: this tree / {base} = {ours / theirs:.3f}x")
+            ours = statistics.median(found[f"{target_name}, this tree, {form}"])
+            theirs = statistics.median(found[f"{target_name}, {base}, {form}"])
+            print(f"in-process p50 ratio {target_name}, {form}: this tree / {base} = {ours / theirs:.3f}x")
     print()
 
 
@@ -110,12 +157,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--base", default="main")
-    parser.add_argument("--micro-calls", type=int, default=5000)
+    parser.add_argument("--micro-calls", type=int, default=20000)
+    parser.add_argument("--micro-only", action="store_true", help="skip the HTTP part")
     args = parser.parse_args()
     common = {"AIO_API_KEY": KEY, "AGENTBOX_ACCESS_LOG": "true", "LOG_LEVEL": "INFO"}
     with contextlib.ExitStack() as stack:
         base_path = stack.enter_context(base_tree(args.base))
-        micro(base_path, args.base, args.micro_calls)
+        micro(base_path.split(os.pathsep)[0], args.base, args.micro_calls)
+        if args.micro_only:
+            return
         urls: dict[str, str] = {}
         for form in ("text", "json"):
             env = {**common, "LOG_FORMAT": "json" if form == "json" else ""}
