@@ -140,6 +140,41 @@ def test_an_upload_lands_in_the_chat_workspace(
     assert not (workspace / f"chat_{CHAT}" / "gone.bin").exists()
 
 
+def peak_rss_kib(process: subprocess.Popen) -> int:
+    status = Path(f"/proc/{process.pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
+
+
+def test_an_upload_bigger_than_declared_stops_at_the_cap(
+    start_bot, bot_api: tuple[FakeBotApi, str], workspace: Path
+) -> None:
+    """Issue 26 item 10: a file declared as 10 bytes and served as 300 MiB is read only up to
+    ``AICODEBOX_MAX_UPLOAD_BYTES`` (1 MiB here), streamed to disk, then refused with a clear message;
+    the bot's memory stays flat and nothing is left in the workspace."""
+    fake, _ = bot_api
+    fake.add_stream("huge", size=300 * 1024 * 1024, declared=10)
+    fake.add_file("small", b"fits")
+    process = start_bot(AICODEBOX_MAX_UPLOAD_BYTES=str(1024 * 1024))
+    before = peak_rss_kib(process)
+    fake.message(CHAT, document={"file_id": "huge", "file_unique_id": "u-1", "file_name": "big.bin", "file_size": 10})
+    (refused,) = fake.wait_sent("sendMessage", CHAT, timeout=60)
+    assert refused["text"] == (
+        "big.bin: larger than the upload limit of 1048576 bytes (AICODEBOX_MAX_UPLOAD_BYTES), not saved"
+    )
+    assert fake.served["huge"] < 64 * 1024 * 1024  # the read stopped near the cap (plus socket buffers)
+    assert peak_rss_kib(process) - before < 64 * 1024, (before, peak_rss_kib(process))
+    chat_dir = workspace / f"chat_{CHAT}"
+    assert not list(chat_dir.iterdir())  # neither the file nor its temporary part
+    fake.add_stream("declared", size=10, declared=2 * 1024 * 1024)  # declared too big: not even fetched
+    fake.message(CHAT, document={"file_id": "declared", "file_unique_id": "u-2", "file_name": "d.bin"})
+    fake.wait_sent("sendMessage", CHAT, count=2, contains="larger than the upload limit")
+    assert fake.served["declared"] == 0
+    fake.message(CHAT, document={"file_id": "small", "file_unique_id": "u-3", "file_name": "small.txt"})
+    fake.wait_sent("sendMessage", CHAT, contains="saved small.txt")
+    assert sorted(p.name for p in chat_dir.iterdir()) == ["small.txt"]
+    assert (chat_dir / "small.txt").read_bytes() == b"fits"
+
+
 def test_an_upload_never_writes_through_a_symlink_out_of_the_chat_workspace(
     start_bot, bot_api: tuple[FakeBotApi, str], workspace: Path
 ) -> None:

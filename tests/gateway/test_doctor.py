@@ -10,13 +10,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
 from tests.support.servers import serve_app
 
 from .test_aggregation_fakes import tool, upstream_app
 
 
-def doctor(path: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": str(path), "HOME": str(home), "AIO_CDP_URL": "http://127.0.0.1:9", "LANG": "C.UTF-8"}
+def doctor(path: Path, home: Path, *args: str, cdp_url: str = "http://127.0.0.1:9") -> subprocess.CompletedProcess[str]:
+    env = {"PATH": str(path), "HOME": str(home), "AIO_CDP_URL": cdp_url, "LANG": "C.UTF-8"}
     return subprocess.run(
         [sys.executable, "-m", "agentbox_gateway.cli", "doctor", *args],
         env=env,
@@ -90,3 +95,35 @@ def test_upstreams_are_probed(tmp_path: Path) -> None:
     found = checks(result)
     assert found["upstream:up"]["ok"] is True and found["upstream:up"]["detail"].endswith("2 tools")
     assert found["upstream:gone"]["ok"] is False and found["upstream:gone"]["required"] is False
+
+
+SECRET = "doctor-secret-777"
+
+
+def fake_cdp() -> Starlette:
+    async def version(request: Request) -> JSONResponse:
+        return JSONResponse({"Browser": "FakeChrome/1.0"})
+
+    return Starlette(routes=[Route("/{prefix:path}/json/version", version), Route("/json/version", version)])
+
+
+def test_credentials_in_printed_urls_are_redacted(tmp_path: Path) -> None:
+    """Issue 26 item 12: ``AIO_CDP_URL`` (and an upstream's URL) are printed without a password or a
+    credential parameter, whether the check passes or fails, in the table and in JSON."""
+    path = bin_with(tmp_path, "bash", "python3")
+    servers = {"gone": {"url": f"http://127.0.0.1:9/mcp?api%5Fkey={SECRET}", "prefix": "gone"}}
+    with serve_app(fake_cdp()) as cdp:
+        authority = cdp.removeprefix("http://")
+        for cdp_url in (
+            f"http://user:{SECRET}@{authority}",
+            f"http://{authority}/devtools?token={SECRET}",
+            f"http://{authority}/x?%74oken={SECRET}&a=1",
+            f"http://user:{SECRET}@127.0.0.1:9",
+        ):
+            for args in ((), ("--json",)):
+                result = doctor(path, tmp_path, *args, "--mcp-servers", json.dumps(servers), cdp_url=cdp_url)
+                assert result.returncode == 0, result.stdout + result.stderr
+                assert SECRET not in result.stdout + result.stderr, result.stdout
+                assert result.stdout.count("[redacted len=17 sha256=") == 2
+            if cdp_url.startswith(f"http://user:{SECRET}@{authority}"):
+                assert checks(result)["chromium"]["ok"] is True  # the URL probed is the real one

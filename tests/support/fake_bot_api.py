@@ -13,14 +13,15 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive
 
 BOT_ID = 4242
 
@@ -30,6 +31,10 @@ class FakeBotApi:
         self.token = token
         self.calls: list[dict[str, Any]] = []
         self.files: dict[str, bytes] = {}
+        #: Files served as ``size`` zero bytes made as they are sent, declared as ``declared`` bytes.
+        self.streams: dict[str, tuple[int, int]] = {}
+        #: Bytes of each streamed file sent so far.
+        self.served: dict[str, int] = {}
         self._updates: list[dict[str, Any]] = []
         self._next_update = 1
         self._next_message = 100
@@ -66,6 +71,11 @@ class FakeBotApi:
 
     def add_file(self, file_id: str, content: bytes) -> None:
         self.files[file_id] = content
+
+    def add_stream(self, file_id: str, size: int, declared: int) -> None:
+        """A file of ``size`` bytes that ``getFile`` says is ``declared`` bytes (a lying server)."""
+        self.streams[file_id] = (size, declared)
+        self.served[file_id] = 0
 
     def sent(self, method: str, chat_id: int | None = None) -> list[dict[str, Any]]:
         with self._lock:
@@ -143,7 +153,7 @@ class FakeBotApi:
             return {
                 "file_id": file_id,
                 "file_unique_id": file_id,
-                "file_size": len(self.files.get(file_id, b"")),
+                "file_size": self.streams[file_id][1] if file_id in self.streams else len(self.files.get(file_id, b"")),
                 "file_path": f"documents/{file_id}",
             }
         if name == "editMessageText":
@@ -153,12 +163,37 @@ class FakeBotApi:
     async def file(self, request: Request) -> Response:
         if request.path_params["token"] != self.token:
             return Response(status_code=401)
-        content = self.files.get(request.path_params["path"].rsplit("/", 1)[-1])
+        file_id = request.path_params["path"].rsplit("/", 1)[-1]
+        if file_id in self.streams:
+            return StreamingResponse(self._stream(file_id, request.receive), media_type="application/octet-stream")
+        content = self.files.get(file_id)
         return (
             Response(content, media_type="application/octet-stream")
             if content is not None
             else Response(status_code=404)
         )
+
+    async def _stream(self, file_id: str, receive: Receive) -> AsyncIterator[bytes]:
+        """The file's bytes, a MiB at a time, until they are all sent or the client has gone."""
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        watcher = asyncio.create_task(watch())
+        chunk = bytes(1024 * 1024)
+        left = self.streams[file_id][0]
+        try:
+            while left > 0 and not gone.is_set():
+                part = chunk[: min(left, len(chunk))]
+                yield part
+                self.served[file_id] += len(part)
+                left -= len(part)
+                await asyncio.sleep(0)
+        finally:
+            watcher.cancel()
 
     async def test_message(self, request: Request) -> Response:
         body = await request.json()

@@ -1,41 +1,45 @@
 """Logging set-up shared by the services: plain text by default, one JSON object per line with
 ``LOG_FORMAT=json``, naming the request (``request_id``) a line was logged for. Our code never passes
 secrets to loggers, but libraries log request lines (uvicorn's ``"WebSocket /cdp/devtools/…?api_key=…"
-[accepted]``), so every record is scrubbed of credentials carried in a URL before it is written."""
+[accepted]``), so every record is scrubbed of credentials carried in a URL, and of control characters
+that would forge a line, before it is written (:mod:`agentbox_common.redaction`)."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-import re
 import sys
 import time
 
 from .observability.request_ids import current_request_id
-from .redaction import SECRET_PARAMETERS, redacted
-
-#: ``name=value`` of a credential parameter (:data:`SECRET_PARAMETERS`) inside a URL in a message,
-#: unless the value is redacted already (the access log redacts its query itself).
-_SECRET_IN_URL = re.compile(
-    r"([?&](?:" + "|".join(map(re.escape, sorted(SECRET_PARAMETERS))) + r")=)(?!\[redacted )([^&#\s\"']*)",
-    re.IGNORECASE,
-)
+from .redaction import CLEAN_RECORD, escape_controls, redact_text
 
 
 def redact(text: str) -> str:
-    """``text`` with the value of every credential query parameter in it replaced (:func:`redacted`)."""
-    return _SECRET_IN_URL.sub(lambda match: match[1] + redacted(match[2]), text)
+    """``text`` as it may be logged: credentials redacted (:func:`redact_text`), controls escaped."""
+    return escape_controls(redact_text(text))
+
+
+_TRACEBACKS = logging.Formatter()
 
 
 class RedactSecrets(logging.Filter):
-    """Rewrites a record's message (arguments merged in) when it holds a credential in a URL."""
+    """Rewrites a record's message (arguments merged in) when it holds a credential in a URL or a
+    control character."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, CLEAN_RECORD, False):
+            return True
         message = record.getMessage()
         cleaned = redact(message)
         if cleaned != message:
             record.msg, record.args = cleaned, None
+        if record.exc_info and not record.exc_text:  # formatters use this text when it is set
+            # A traceback keeps its lines, indented: an exception's message (which may quote a
+            # request) can never start a line that reads as a record of its own.
+            traceback = escape_controls(redact_text(_TRACEBACKS.formatException(record.exc_info)), lines=True)
+            record.exc_text = "  " + traceback.replace("\n", "\n  ")
         return True
 
 
@@ -54,7 +58,7 @@ class JsonFormatter(logging.Formatter):
         if isinstance(fields, dict):  # structured lines (the access log) keep their fields as keys
             entry.update(fields)
         if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+            entry["exception"] = record.exc_text or self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
 
 

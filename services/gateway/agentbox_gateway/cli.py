@@ -8,7 +8,7 @@ import dataclasses
 import json
 import sys
 
-from agentbox_common.logging import configure_logging
+from agentbox_common.logging import configure_logging, redact
 from agentbox_common.serving import serve
 from agentbox_common.settings import ConfigError, add_flags, flag_values
 
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         settings = GatewaySettings.from_env(**flag_values(args, GatewaySettings))
     except ConfigError as exc:
-        sys.exit(f"aiod: {exc}")
+        sys.exit(f"aiod: {redact(str(exc))}")
 
     if args.command == "doctor":
         checks = asyncio.run(run_checks(settings))

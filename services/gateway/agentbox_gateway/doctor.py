@@ -1,7 +1,8 @@
 """``aiod doctor``: what the gateway needs and can use on this machine, probed the way the planes
 use it (the same executables on the same ``PATH``, the same CDP URL, each registered upstream's
 ``tools/list``). Required checks failing make the gateway unable to serve its core tools; optional
-ones only switch a capability off (JavaScript, the browser, an upstream's tools)."""
+ones only switch a capability off (JavaScript, the browser, an upstream's tools). Every detail is
+printed with its credentials redacted (a CDP URL's password or ``?token=``, an upstream URL's key)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import asyncio
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
 
 from agentbox_common.http import plain_http_only
+from agentbox_common.logging import redact
 
 from .settings import GatewaySettings
 from .upstreams.client import UpstreamClient, UpstreamRpcError, UpstreamUnavailable
@@ -107,7 +109,8 @@ async def run_checks(settings: GatewaySettings) -> list[Check]:
         _cdp(settings.cdp_url),
         *(_upstream(client) for client in upstreams),
     )
-    return [*probes[:5], *_filesystem_checks(settings), *probes[5:]]
+    checks = [*probes[:5], *_filesystem_checks(settings), *probes[5:]]
+    return [replace(check, detail=redact(check.detail)) for check in checks]
 
 
 def format_table(checks: list[Check]) -> str:

@@ -129,7 +129,7 @@ class McpModeSettings:
     max_concurrent_runs: int = setting(
         DEFAULT_MAX_CONCURRENT_RUNS, env="AICODEBOX_MAX_CONCURRENT_RUNS", parse=integer(minimum=1, maximum=1000)
     )
-    #: Largest ``PUT /files`` body (more: 413).
+    #: Largest ``PUT /files`` body (more: 413) and Telegram upload (more: refused in the chat).
     max_upload_bytes: int = setting(
         DEFAULT_MAX_UPLOAD_BYTES, env="AICODEBOX_MAX_UPLOAD_BYTES", parse=integer(minimum=1)
     )

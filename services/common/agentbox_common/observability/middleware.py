@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..redaction import redact_query
+from ..redaction import CLEAN_RECORD, escape_controls, redact_query, redact_text
 from ..settings import boolean, load, present, setting
 from .metrics import UNMATCHED_ROUTE, Metrics, metrics_route
 from .request_ids import (
@@ -125,14 +125,14 @@ class ObservabilityMiddleware:
                 "request_id": record.request_id,
                 "method": method,
                 "route": route,
-                "path": scope.get("path", ""),
+                "path": escape_controls(redact_text(scope.get("path", ""))),
                 "query": redact_query(scope.get("query_string", b"").decode("latin-1")),
                 "status": status,
                 "duration_ms": round(seconds * 1000, 3),
                 "client": f"{client[0]}:{client[1]}" if client else None,
-                "tool": ",".join(record.tools) or None,
+                "tool": escape_controls(",".join(record.tools)) or None,
             }
-            access_logger.info(_text_line(fields), extra={"fields": fields})
+            access_logger.info(_text_line(fields), extra={"fields": fields, CLEAN_RECORD: True})
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:

@@ -44,7 +44,7 @@ from ..cron.history import CronHistory
 from ..locks import TooManyRuns, WorkspaceBusy
 from ..run_service import RunService, RunSpec
 from .client import send_answer
-from .files import FileRefused, extract_send_files, open_sendable, save_upload, upload_name
+from .files import FileRefused, capped_download, extract_send_files, open_sendable, save_upload, upload_name
 from .settings import RESET_WORDS, ChatSettings, Overrides, TelegramSettings
 
 logger = logging.getLogger(__name__)
@@ -240,7 +240,11 @@ class TelegramMode:
             item, name = message.audio, upload_name(message.audio.file_name, f"audio_{message.audio.file_unique_id}")
         directory = self.chat_directory(settings)
         remote = await item.get_file()
-        await save_upload(directory, name, remote.download_to_memory)
+        try:
+            await save_upload(directory, name, capped_download(remote, name, self.service.settings.max_upload_bytes))
+        except FileRefused as exc:
+            await message.reply_text(str(exc))
+            return
         logger.info("chat %s: saved an upload as %s", message.chat_id, directory / name)
         if message.caption:
             await self.start_run(message, f"{message.caption}\n\n(The user uploaded the file {name} to the workspace.)")
