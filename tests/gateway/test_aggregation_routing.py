@@ -25,6 +25,7 @@ from tests.gateway.test_aggregation_fakes import (
     sdk_sse_upstream,
     tool,
     upstream_app,
+    upstream_process,
 )
 from tests.support.servers import free_port, serve_app
 
@@ -265,6 +266,48 @@ async def test_tool_lists_are_reused_until_a_call_fails_or_they_age() -> None:
             assert await names(upstreams) == ["peer_hello", "peer_new"]
             await asyncio.sleep(0.6)
             assert await names(upstreams) == ["peer_hello", "peer_new", "peer_newer"]
+
+
+async def test_a_killed_upstream_leaves_a_cached_list_at_once() -> None:
+    port = free_port()
+    config = {"peer": {"url": f"http://127.0.0.1:{port}/mcp", "prefix": "peer"}}
+    async with router(config, list_cache_ttl=60) as upstreams:
+        with upstream_process(port, "v1", ["hello"]) as process:
+            assert await names(upstreams) == ["peer_hello"]
+            assert await names(upstreams) == ["peer_hello"]  # served from the cache
+            process.kill()
+            process.wait()
+            # Well within the TTL, and with no call made in between: absent, as the seed says.
+            assert await names(upstreams) == []
+        with upstream_process(port, "v2", ["hello", "bye"]):
+            assert await names(upstreams) == ["peer_hello", "peer_bye"]
+
+
+async def test_a_failed_call_drops_the_cached_list_of_an_upstream_still_reachable() -> None:
+    broken = asyncio.Event()
+    tools = [tool("hello")]
+    app = upstream_app("v", tools)
+
+    async def gate(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and broken.is_set():
+            await send({"type": "http.response.start", "status": 500, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+    with serve_app(gate) as peer:
+        async with router({"peer": {"url": f"{peer}/mcp", "prefix": "peer"}}, list_cache_ttl=60) as upstreams:
+            assert await names(upstreams) == ["peer_hello"]
+            broken.set()
+            result = await upstreams.call_tool("peer_hello", {})
+            assert result is not None and result.is_error
+            assert result.content[0].text == "upstream peer unavailable: HTTP 500"
+            # Still accepting connections, but the failed call drops its list: the next listing
+            # asks it, and it is absent while it fails.
+            assert await names(upstreams) == []
+            broken.clear()
+            tools.append(tool("bye"))
+            assert await names(upstreams) == ["peer_hello", "peer_bye"]
 
 
 async def test_pages_are_drained_in_order() -> None:
