@@ -183,13 +183,16 @@ async def _read_answer(
 
 
 def _still_open(sock: socket.socket) -> bool:
-    """Whether the peer has neither closed nor reset ``sock`` (a non-blocking peek, no waiting)."""
+    """Whether ``sock`` is open and untouched: the peer has sent nothing on it, not even its close (a
+    non-blocking peek, no waiting). Anything sent (a server's 408 for a connection that never sent a
+    request, say) spends it, since a close behind unread bytes would not show."""
     try:
-        return sock.recv(1, socket.MSG_PEEK) != b""
+        sock.recv(1, socket.MSG_PEEK)
     except BlockingIOError:
         return True
     except OSError:
-        return False
+        pass
+    return False
 
 
 async def _note_reuse(session: aiohttp.ClientSession, context: Any, params: Any) -> None:
