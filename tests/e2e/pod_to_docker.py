@@ -24,10 +24,12 @@ _SECOND = 1_000_000_000  # Docker's health-check durations are in nanoseconds
 
 @dataclass(frozen=True)
 class SharedVolume:
-    """A pod volume two containers share: a Docker volume on tmpfs, with the Secret's files for a Secret."""
+    """A pod volume two containers share: a Docker volume (a tmpfs one would be a new, empty tmpfs in each
+    container), its root owned and moded as the kubelet makes it, with the Secret's files for a Secret."""
 
     docker_name: str
-    driver_opts: dict[str, str]
+    owner: str
+    mode: int
     #: path in the volume -> (content, mode); empty for an emptyDir.
     files: dict[str, tuple[str, int]]
 
@@ -111,7 +113,7 @@ def _shared_volumes(
     secrets: Mapping[str, str],
     labels: Mapping[str, str],
 ) -> tuple[SharedVolume, ...]:
-    """The volumes an init container mounts (an emptyDir it shares, a Secret) as tmpfs Docker volumes."""
+    """The volumes an init container mounts (an emptyDir it shares, a Secret) as Docker volumes."""
     pod_security = spec.get("securityContext", {})
     uid, gid = pod_security["runAsUser"], pod_security.get("fsGroup", pod_security["runAsUser"])
     used = {mount["name"] for init in inits for mount in init.get("volumeMounts", [])}
@@ -125,12 +127,9 @@ def _shared_volumes(
                 item["path"]: (secrets[item["key"]], item.get("mode", source.get("defaultMode", 0o644)))
                 for item in source["items"]
             }
-            opts = {"type": "tmpfs", "device": "tmpfs", "o": f"size=1m,uid=0,gid={gid},mode=0750"}
+            shared.append(SharedVolume(f"{name}-{volume['name']}", f"0:{gid}", 0o750, files))
         else:
-            size = int(parse_quantity(volume["emptyDir"]["sizeLimit"]))
-            files = {}
-            opts = {"type": "tmpfs", "device": "tmpfs", "o": f"size={size},uid={uid},gid={gid},mode=0770"}
-        shared.append(SharedVolume(f"{name}-{volume['name']}", opts, files))
+            shared.append(SharedVolume(f"{name}-{volume['name']}", f"{uid}:{gid}", 0o770, {}))
     return tuple(shared)
 
 

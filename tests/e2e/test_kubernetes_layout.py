@@ -85,13 +85,11 @@ class Pod:
 
 
 def make_volume(client: docker.DockerClient, image: str, volume: SharedVolume) -> None:
-    """The volume, with the Secret's files written as the kubelet writes them (root, group fsGroup)."""
-    client.volumes.create(volume.docker_name, driver="local", driver_opts=volume.driver_opts, labels={LABEL: "1"})
-    if not volume.files:
-        return
-    gid = volume.driver_opts["o"].split("gid=")[1].split(",")[0]
-    script = "".join(
-        f"printf %s {shlex.quote(content)} > /v/{path} && chown 0:{gid} /v/{path} && chmod {mode:o} /v/{path}; "
+    """The volume, its root owned as the kubelet makes it, the Secret's files written as it writes them."""
+    client.volumes.create(volume.docker_name, labels={LABEL: "1"})
+    group = volume.owner.split(":")[1]
+    script = f"chown {volume.owner} /v && chmod {volume.mode:o} /v; " + "".join(
+        f"printf %s {shlex.quote(content)} > /v/{path} && chown 0:{group} /v/{path} && chmod {mode:o} /v/{path}; "
         for path, (content, mode) in volume.files.items()
     )
     client.containers.run(
