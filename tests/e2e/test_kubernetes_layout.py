@@ -186,10 +186,10 @@ def test_the_sandbox_user_finds_no_key(pod: Pod) -> None:
         user="1000",
     )
     assert code == 0 and output.split("\n")[0] == "1000", output
+    assert "AIO_API_KEY=" not in output and "AICODEBOX_MCP_MODE_TOKEN=" not in output
+    assert [secret for secret in secrets if secret in output] == []
     assert "AIO_API_KEY_FILE=/run/agentbox-keys/gateway" in output  # PID 1's environment was read
     assert "sha256:" in output  # and the digests: a digest is not a key
-    assert [secret for secret in secrets if secret in output] == []
-    assert "AIO_API_KEY=" not in output and "AICODEBOX_MCP_MODE_TOKEN=" not in output
 
 
 def test_each_pod_answers_only_its_own_key(pod: Pod) -> None:
