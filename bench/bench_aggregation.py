@@ -13,12 +13,15 @@
    same gateway without the hanging upstream.
 4. ``tools/list`` on a gateway aggregating 16 upstreams (entries of four upstream servers) beside a
    gateway with none and one with the list cache off (``AIO_MCP_LIST_CACHE_TTL=0``), interleaved
-   (target: 16 upstreams, cached, at most 1.5x none at p50).
+   (target: 16 upstreams, cached, at most 1.5x none at p50). With ``--compare-src DIR`` (a checkout's
+   ``services`` folder, e.g. ``git archive main services | tar -x -C /tmp/main``), a fifth gateway
+   runs that source, cached, in the same rounds: the cost of a change (the reachability check the
+   cached list now needs) beside the code before it.
 
 Every server is its own process on a random loopback port; the client is a keep-alive httpx client.
 
     .venv/bin/python bench/bench_aggregation.py [--calls 2000] [--lists 5] [--list-timeout 2] [--catalogue 300]
-        [--only calls|concurrent|lists|catalogue]
+        [--only calls|concurrent|lists|catalogue] [--compare-src /tmp/main/services]
 """
 
 from __future__ import annotations
@@ -285,14 +288,21 @@ def bench_lists(lists: int, list_timeout: float) -> list[tuple[str, str, str, st
     return rows
 
 
-def bench_catalogue(lists: int, list_timeout: float) -> list[tuple[str, str, str, str]]:
+def bench_catalogue(lists: int, list_timeout: float, compare_src: str | None) -> list[tuple[str, str, str, str]]:
     """``tools/list`` with 16 upstreams (cached and not) beside none, calls interleaved."""
     with upstream() as a, upstream() as b, upstream() as c, upstream() as d:
         servers = {f"u{n}": {"url": url, "prefix": f"u{n}"} for n, url in enumerate([a, b, c, d] * 4)}
+        # PYTHONPATH comes before the editable install's finder: that gateway imports the other source.
+        other = (
+            {"PYTHONPATH": os.pathsep.join(os.path.join(compare_src, part) for part in ("gateway", "common"))}
+            if compare_src
+            else None
+        )
         with (
             gateway({}, list_timeout) as none,
             gateway(servers, list_timeout) as cached,
             gateway(servers, list_timeout, AIO_MCP_LIST_CACHE_TTL="0") as uncached,
+            gateway(servers, list_timeout, **other) if other else contextlib.nullcontext("") as compared,
             httpx.Client(timeout=60) as client,
         ):
             cases = {
@@ -300,6 +310,8 @@ def bench_catalogue(lists: int, list_timeout: float) -> list[tuple[str, str, str
                 "tools/list, 16 upstreams (cached)": (cached, 16),
                 "tools/list, 16 upstreams (cache off)": (uncached, 16),
             }
+            if compared:
+                cases["tools/list, 16 upstreams (cached, --compare-src)"] = (compared, 16)
             samples: dict[str, list[float]] = {label: [] for label in cases}
             for round_ in range(lists + 10):
                 for label, (url, count) in cases.items():
@@ -327,6 +339,7 @@ def main() -> None:
     parser.add_argument("--list-timeout", type=float, default=2.0)
     parser.add_argument("--catalogue", type=int, default=300, help="tools/list calls per gateway in section 4")
     parser.add_argument("--only", choices=["calls", "concurrent", "lists", "catalogue"])
+    parser.add_argument("--compare-src", help="a checkout's services folder, run cached beside this one in section 4")
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-floor", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -340,7 +353,9 @@ def main() -> None:
     call_rows = bench_calls(args.calls, args.list_timeout) if "calls" in wanted else []
     concurrent_rows = bench_concurrent(32, 100, 3, args.list_timeout) if "concurrent" in wanted else []
     list_rows = bench_lists(args.lists, args.list_timeout) if "lists" in wanted else []
-    catalogue_rows = bench_catalogue(args.catalogue, args.list_timeout) if "catalogue" in wanted else []
+    catalogue_rows = (
+        bench_catalogue(args.catalogue, args.list_timeout, args.compare_src) if "catalogue" in wanted else []
+    )
     print(f"aggregation benchmark, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     print(f"{'case':<56} {'p50 ms':>9} {'p99 ms':>9}  samples")
     for row in call_rows:

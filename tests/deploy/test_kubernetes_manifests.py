@@ -82,10 +82,12 @@ def test_the_generated_secret_is_a_secret_holding_every_key_the_templates_read()
             for e in container(template(name))["env"]
             if "secretKeyRef" in e.get("valueFrom", {})
         ]
-        assert {ref["name"] for ref in refs} == {secret["metadata"]["name"]}
-        assert {ref["key"] for ref in refs} == set(keys)
-        required = {ref["key"] for ref in refs if not ref.get("optional")}
-        assert required == {"AIO_API_KEY", "AICODEBOX_MCP_MODE_TOKEN"}
+        secret_volumes = [v["secret"] for v in pod_spec(template(name))["volumes"] if "secret" in v]
+        assert {ref["name"] for ref in refs} | {v["secretName"] for v in secret_volumes} == {secret["metadata"]["name"]}
+        mounted = {item["key"] for volume in secret_volumes for item in volume["items"]}
+        assert {ref["key"] for ref in refs} | mounted == set(keys)
+        # The pool secret is a file of the keys init container only; the shared provider keys are optional.
+        assert mounted == {"AGENTBOX_POOL_SECRET"} and all(ref.get("optional") for ref in refs)
 
 
 def test_validation_catches_a_misspelt_field() -> None:
@@ -135,7 +137,9 @@ def test_only_the_workspace_and_scratch_mounts_are_writable(name: str) -> None:
     sandbox_template = template(name)
     claims = {t["metadata"]["name"] for t in sandbox_template["spec"]["volumeClaimTemplates"]}
     volumes = {v["name"]: v for v in pod_spec(sandbox_template).get("volumes", [])}
-    mounts = {m["mountPath"]: m["name"] for m in container(sandbox_template)["volumeMounts"]}
+    read_only = {m["mountPath"]: m["name"] for m in container(sandbox_template)["volumeMounts"] if m.get("readOnly")}
+    assert read_only == {"/run/agentbox-keys": "keys"}
+    mounts = {m["mountPath"]: m["name"] for m in container(sandbox_template)["volumeMounts"] if not m.get("readOnly")}
     assert claims == {"workspace"} and mounts["/workspace"] == "workspace"
     assert not claims & set(volumes), "the controller adds the claim's volume itself"
     scratch = {path: volumes[volume] for path, volume in mounts.items() if volume != "workspace"}

@@ -11,6 +11,11 @@ import asyncio
 import contextlib
 import itertools
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -114,6 +119,33 @@ def upstream_app(
         streamable_http_path="/mcp", json_response=True, stateless_http=True, transport_security=NO_HOST_CHECK
     )
     return _mounted(server, inner)
+
+
+_UPSTREAM_MAIN = """
+import sys, uvicorn
+from tests.gateway.test_aggregation_fakes import tool, upstream_app
+app = upstream_app(sys.argv[2], [tool(name) for name in sys.argv[3:]])
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+"""
+
+
+@contextlib.contextmanager
+def upstream_process(port: int, label: str, tools: list[str]) -> Iterator[subprocess.Popen[bytes]]:
+    """:func:`upstream_app` in a process of its own (so a test can SIGKILL it); reaped after."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    process = subprocess.Popen([sys.executable, "-c", _UPSTREAM_MAIN, str(port), label, *tools], cwd=root)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the upstream process did not start")
+            time.sleep(0.05)
+        yield process
+    finally:
+        process.kill()
+        process.wait()
 
 
 def sdk_sse_upstream() -> Starlette:

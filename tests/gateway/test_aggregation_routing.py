@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -22,9 +23,11 @@ from tests.gateway.test_aggregation_fakes import (
     hanging_upstream,
     make_router,
     once_per_connection_upstream,
+    read_request,
     sdk_sse_upstream,
     tool,
     upstream_app,
+    upstream_process,
 )
 from tests.support.servers import free_port, serve_app
 
@@ -267,6 +270,48 @@ async def test_tool_lists_are_reused_until_a_call_fails_or_they_age() -> None:
             assert await names(upstreams) == ["peer_hello", "peer_new", "peer_newer"]
 
 
+async def test_a_killed_upstream_leaves_a_cached_list_at_once() -> None:
+    port = free_port()
+    config = {"peer": {"url": f"http://127.0.0.1:{port}/mcp", "prefix": "peer"}}
+    async with router(config, list_cache_ttl=60) as upstreams:
+        with upstream_process(port, "v1", ["hello"]) as process:
+            assert await names(upstreams) == ["peer_hello"]
+            assert await names(upstreams) == ["peer_hello"]  # served from the cache
+            process.kill()
+            process.wait()
+            # Well within the TTL, and with no call made in between: absent, as the seed says.
+            assert await names(upstreams) == []
+        with upstream_process(port, "v2", ["hello", "bye"]):
+            assert await names(upstreams) == ["peer_hello", "peer_bye"]
+
+
+async def test_a_failed_call_drops_the_cached_list_of_an_upstream_still_reachable() -> None:
+    broken = asyncio.Event()
+    tools = [tool("hello")]
+    app = upstream_app("v", tools)
+
+    async def gate(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and broken.is_set():
+            await send({"type": "http.response.start", "status": 500, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+    with serve_app(gate) as peer:
+        async with router({"peer": {"url": f"{peer}/mcp", "prefix": "peer"}}, list_cache_ttl=60) as upstreams:
+            assert await names(upstreams) == ["peer_hello"]
+            broken.set()
+            result = await upstreams.call_tool("peer_hello", {})
+            assert result is not None and result.is_error
+            assert result.content[0].text == "upstream peer unavailable: HTTP 500"
+            # Still accepting connections, but the failed call drops its list: the next listing
+            # asks it, and it is absent while it fails.
+            assert await names(upstreams) == []
+            broken.clear()
+            tools.append(tool("bye"))
+            assert await names(upstreams) == ["peer_hello", "peer_bye"]
+
+
 async def test_pages_are_drained_in_order() -> None:
     tools = [tool(f"t{i}") for i in range(7)]
     with serve_app(upstream_app("p", tools, page_size=3)) as peer:
@@ -325,3 +370,38 @@ async def test_an_upstream_answering_garbage_is_absent_and_calls_are_error_resul
             result = await upstreams.call_tool("junk_x", {})
             assert result is not None and result.is_error
             assert result.content[0].text == "upstream junk unavailable: HTTP 503"
+
+
+async def test_a_check_connection_the_upstream_answered_is_not_taken_for_a_live_one() -> None:
+    """A server that times out an idle connection (a 408, then its close, as agentbox's own programs do)
+    leaves unread bytes before the close: the check connects again rather than trust that connection."""
+    writers: list[asyncio.StreamWriter] = []
+    listing = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": [tool("hello")]}}).encode()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            while True:
+                try:
+                    request = await asyncio.wait_for(read_request(reader), 0.2)
+                except TimeoutError:
+                    writer.write(b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+                    break
+                body = listing.replace(b'"id": 1', f'"id": {json.dumps(request["id"])}'.encode())
+                head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                writer.write(head.encode() + body)
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
+    async with router({"peer": {"url": url, "prefix": "peer"}}, list_cache_ttl=60) as upstreams:
+        try:
+            assert await names(upstreams) == ["peer_hello"]
+            assert await names(upstreams) == ["peer_hello"]  # cached; the check's connection opened
+            await asyncio.sleep(0.5)  # the server has answered that connection with a 408 and closed it
+        finally:
+            server.close()
+            for writer in writers:
+                writer.transport.abort()
+            await server.wait_closed()
+        assert await names(upstreams) == []  # gone: not served from the cache

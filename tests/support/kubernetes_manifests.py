@@ -30,9 +30,15 @@ def kustomization() -> dict[str, Any]:
     return documents("kustomization.yaml")[0]
 
 
+def patch_files() -> list[str]:
+    """The kustomization's patches (JSON patches of a manifest, not objects)."""
+    return [patch["path"] for patch in kustomization().get("patches", [])]
+
+
 def manifest_files() -> list[str]:
-    """Every manifest file of the folder (kustomization.yaml aside)."""
-    return sorted(p.name for p in DEPLOY.glob("*.yaml") if p.name != "kustomization.yaml")
+    """Every manifest file of the folder (kustomization.yaml and its patches aside)."""
+    skipped = {"kustomization.yaml", *patch_files()}
+    return sorted(p.name for p in DEPLOY.glob("*.yaml") if p.name not in skipped)
 
 
 def all_objects() -> list[dict[str, Any]]:
@@ -57,6 +63,11 @@ def container(sandbox_template: dict[str, Any]) -> dict[str, Any]:
     """The template's one container (agentbox is a single-container pod)."""
     (only,) = pod_spec(sandbox_template)["containers"]
     return only
+
+
+def init_container(sandbox_template: dict[str, Any], name: str = "keys") -> dict[str, Any]:
+    (found,) = [c for c in pod_spec(sandbox_template).get("initContainers", []) if c["name"] == name]
+    return found
 
 
 def env_file(name: str) -> dict[str, str]:

@@ -14,7 +14,6 @@ read either its own ``Origin`` or none."""
 
 from __future__ import annotations
 
-import hmac
 import html
 from collections.abc import Mapping
 from typing import Any
@@ -23,6 +22,8 @@ from starlette.requests import Request, cookie_parser
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Scope, Send
+
+from agentbox_common.keys import key_matches
 
 from .planes.preview import SESSION_COOKIE
 from .tickets import TicketStore, covers, credential_scope
@@ -159,7 +160,7 @@ def routes(api_key: str, tickets: TicketStore, sessions: TicketStore) -> list[Ba
         location = "." + back  # relative to /login, so a reverse-proxy prefix is kept
         if not api_key:
             return RedirectResponse(location, status_code=303)
-        if not hmac.compare_digest(key.encode(), api_key.encode()):
+        if not key_matches(key, api_key):
             scope = {**request.scope, "path": back.split("?")[0], "query_string": back.partition("?")[2].encode()}
             return Response(
                 login_page(scope, failed=True), 401, media_type="text/html", headers={"cache-control": "no-store"}

@@ -6,7 +6,6 @@ JSON-RPC error object, a page load gets the login form, elsewhere the REST envel
 from __future__ import annotations
 
 import functools
-import hmac
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable
@@ -16,6 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentbox_common.asgi import refuse
+from agentbox_common.keys import key_matches
 
 from . import browser_auth
 from .mcp_edge import MCP_PATH, jsonrpc_http_error
@@ -298,7 +298,7 @@ class ApiKeyGuard:
         self, app: ASGIApp, api_key: str, tickets: TicketStore | None = None, sessions: TicketStore | None = None
     ) -> None:
         self.app = app
-        self.api_key = api_key.encode()
+        self.api_key = api_key
         # Not ``or``: an empty store is falsy (it has a length), and the doors share these ones.
         self.tickets = TicketStore() if tickets is None else tickets
         self.sessions = TicketStore(ttl=browser_auth.SESSION_TTL) if sessions is None else sessions
@@ -307,14 +307,14 @@ class ApiKeyGuard:
         """How the request authenticated, or None if it did not (for this path)."""
         key = header_key(scope)
         if key is not None:
-            return _Credential("header") if hmac.compare_digest(key.encode(), self.api_key) else None
+            return _Credential("header") if key_matches(key, self.api_key) else None
         session = browser_auth.session_token(scope)
         granted = self.sessions.holds(session, scope["path"]) if session else None
         if granted is not None:
             return _Credential("cookie", granted)
         key = _query_value(scope, "api_key")
         if key is not None:
-            return _Credential("url") if hmac.compare_digest(key.encode(), self.api_key) else None
+            return _Credential("url") if key_matches(key, self.api_key) else None
         ticket = _query_value(scope, TICKET_PARAM)
         granted = self.tickets.redeem(ticket, scope["path"]) if ticket is not None else None
         return _Credential("ticket", granted) if granted is not None else None

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agentbox_common.keys import read_key_file
 from agentbox_common.observability import ObservabilitySettings
 from agentbox_common.settings import (
     ConfigError,
@@ -61,8 +62,12 @@ def _preview_host(name: str, raw: str) -> str:
 class GatewaySettings:
     host: str = setting("127.0.0.1", flag="--host", help="address to bind")
     port: int = setting(DEFAULT_PORT, flag="--port", parse=integer(), help="port")
-    #: When set, every route but the public ones needs ``Authorization: Bearer``.
+    #: When set, every route but the public ones needs ``Authorization: Bearer``. The key itself, or
+    #: ``sha256:<hex>``, its digest: the gateway then checks the key without holding it.
     api_key: str = setting("", env="AIO_API_KEY", flag="--api-key", metavar="KEY")
+    #: A file holding the key (or its digest) instead of ``AIO_API_KEY``, read at start-up: keeps the
+    #: key out of every process environment (deploy/kubernetes/ gives each pod its digest this way).
+    api_key_file: Path | None = setting(None, env="AIO_API_KEY_FILE", parse=path)
     #: Browser origins besides the gateway's own allowed to call it (another loopback origin too).
     allowed_origins: tuple[str, ...] = setting((), env="AIO_ALLOWED_ORIGINS", parse=csv)
     #: Origins whose pages may embed the gateway's pages in a frame, besides its own (``frame-ancestors``).
@@ -135,4 +140,9 @@ class GatewaySettings:
         source = os.environ if env is None else env
         settings = load(cls, source)
         vnc_enabled = bool(settings.display) and not env_bool("DISABLE_VNC", False, source)
-        return replace(settings, **{"vnc_enabled": vnc_enabled, **given(overrides)})
+        settings = replace(settings, **{"vnc_enabled": vnc_enabled, **given(overrides)})
+        if settings.api_key_file is not None:
+            if settings.api_key:
+                raise ConfigError("AIO_API_KEY_FILE: set either AIO_API_KEY (--api-key) or AIO_API_KEY_FILE, not both")
+            settings = replace(settings, api_key=read_key_file("AIO_API_KEY_FILE", settings.api_key_file))
+        return settings

@@ -27,7 +27,6 @@ A request without an ``Accept`` header (Python's urllib, hand-written clients) i
 from __future__ import annotations
 
 import contextlib
-import hmac
 import importlib.metadata
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common.asgi import BEARER_CHALLENGE, bearer_token, refuse
+from agentbox_common.keys import key_matches
 from agentbox_common.mcp_progress import LogLevel
 from agentbox_common.mcp_tools import build_server
 from agentbox_common.mcp_tools.counting import count_call
@@ -102,13 +102,13 @@ class McpTokenGuard:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self.token = token.encode()
+        self.token = token
 
     def allowed(self, scope: Scope) -> bool:
         if not self.token:
             return True
         # compare every candidate (no short-circuit on a match's position)
-        matches = [hmac.compare_digest(candidate.encode(), self.token) for candidate in presented_token(scope)]
+        matches = [key_matches(candidate, self.token) for candidate in presented_token(scope)]
         return any(matches)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agentbox_common.keys import read_key_file
 from agentbox_common.observability import ObservabilitySettings
 from agentbox_common.settings import (
     ConfigError,
@@ -29,6 +30,7 @@ from agentbox_common.settings import (
     nested,
     nonblank,
     number,
+    path,
     port_number,
     read_env,
     setting,
@@ -92,8 +94,10 @@ class McpModeSettings:
     mcp_mode: bool = setting(False, env="AICODEBOX_MCP_MODE", parse=boolean)
     host: str = setting("0.0.0.0", env="AICODEBOX_MCP_MODE_HOST", parse=nonblank)
     port: int = setting(DEFAULT_PORT, env="AICODEBOX_MCP_MODE_PORT", parse=port_number)
-    #: Empty means MCP has no auth.
+    #: Empty means MCP has no auth. The token itself, or ``sha256:<hex>``, its digest.
     token: str = setting("", env="AICODEBOX_MCP_MODE_TOKEN")
+    #: A file holding the token (or its digest) instead of ``AICODEBOX_MCP_MODE_TOKEN``, read at start-up.
+    token_file: Path | None = setting(None, env="AICODEBOX_MCP_MODE_TOKEN_FILE", parse=path)
     allowed_hosts: tuple[str, ...] = setting(
         DEFAULT_ALLOWED_HOSTS,
         env="AICODEBOX_MCP_MODE_ALLOWED_HOSTS",
@@ -149,7 +153,15 @@ class McpModeSettings:
         """Settings from the environment; keyword overrides win when not None. Raises ConfigError."""
         source = os.environ if env is None else env
         computed = {"workspace": _workspace_root(source), "state_dir": _default_state_dir(source)}
-        return cls(**{**computed, **read_env(cls, source), **given(overrides)})
+        settings = cls(**{**computed, **read_env(cls, source), **given(overrides)})
+        if settings.token_file is not None:
+            if settings.token:
+                raise ConfigError(
+                    "AICODEBOX_MCP_MODE_TOKEN_FILE: set either AICODEBOX_MCP_MODE_TOKEN or "
+                    "AICODEBOX_MCP_MODE_TOKEN_FILE, not both"
+                )
+            settings = replace(settings, token=read_key_file("AICODEBOX_MCP_MODE_TOKEN_FILE", settings.token_file))
+        return settings
 
     def check_model(self, model: str) -> None:
         """Refuse a ``model`` outside ``AICODEBOX_AVAILABLE_MODELS`` (when that list is set)."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from agentbox_common.errors import Invalid, TimedOut, Unavailable
+from agentbox_common.keys import is_digest, key_matches
 
 from ..settings import GatewaySettings
 
@@ -245,11 +246,15 @@ def preview_links(
 
 
 def without_key(query: bytes, key: str) -> bytes:
-    """The raw query with every parameter carrying ``key`` removed (the rest byte for byte)."""
+    """The raw query with every parameter carrying ``key`` removed (the rest byte for byte); with
+    only the key's digest, every parameter whose value is the key."""
     if not key or not query:
         return query
     pieces = query.split(b"&")
-    kept = [p for p in pieces if key not in unquote_plus(p.decode("latin-1"))]
+    if is_digest(key):
+        kept = [p for p in pieces if not key_matches(unquote_plus(p.decode("latin-1")).partition("=")[2], key)]
+    else:
+        kept = [p for p in pieces if key not in unquote_plus(p.decode("latin-1"))]
     return query if len(kept) == len(pieces) else b"&".join(kept)
 
 

@@ -18,8 +18,10 @@ import codecs
 import itertools
 import json
 import logging
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from mcp.types import INTERNAL_ERROR
 
@@ -44,6 +46,8 @@ MAX_LIST_PAGES = 32
 MAX_STALE_CONNECTIONS = 4
 #: Loopback connects either succeed at once or are refused; anything longer is a stuck upstream.
 CONNECT_TIMEOUT = 5.0
+#: The reachability check's connect: a loopback port that is listening accepts within microseconds.
+PROBE_TIMEOUT = 0.25
 
 
 class UpstreamUnavailable(Unavailable):
@@ -178,6 +182,19 @@ async def _read_answer(
     raise UpstreamUnavailable(f"unexpected answer type {media_type or '(none)'!r}")
 
 
+def _still_open(sock: socket.socket) -> bool:
+    """Whether ``sock`` is open and untouched: the peer has sent nothing on it, not even its close (a
+    non-blocking peek, no waiting). Anything sent (a server's 408 for a connection that never sent a
+    request, say) spends it, since a close behind unread bytes would not show."""
+    try:
+        sock.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:
+        return True
+    except OSError:
+        pass
+    return False
+
+
 async def _note_reuse(session: aiohttp.ClientSession, context: Any, params: Any) -> None:
     context.trace_request_ctx["reused"] = True
 
@@ -198,6 +215,7 @@ class UpstreamClient:
         self._ids = itertools.count(1)
         self._session: aiohttp.ClientSession | None = None
         self._cancels: set[asyncio.Task[None]] = set()
+        self._watch: socket.socket | None = None
 
     @property
     def name(self) -> str:
@@ -303,6 +321,38 @@ class UpstreamClient:
         logger.warning("upstream %s: tools/list has more than %d pages; the rest is ignored", self.name, MAX_LIST_PAGES)
         return tools
 
+    async def reachable(self) -> bool:
+        """Whether the upstream still accepts connections, without asking it anything.
+
+        Free while the idle connection opened by an earlier check is open (one non-blocking peek):
+        an upstream that exits (killed, crashed, stopped) closes it, so its death shows at once.
+        Otherwise one connect, kept for the next check; refused or stuck means unreachable."""
+        if self._watch is not None:
+            if _still_open(self._watch):
+                return True
+            self._watch.close()
+            self._watch = None
+        address = urlsplit(self.config.url)
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT):
+                infos = await loop.getaddrinfo(address.hostname, address.port or 80, type=socket.SOCK_STREAM)
+                for family, kind, proto, _, target in infos:  # localhost: ::1 and 127.0.0.1
+                    sock = socket.socket(family, kind, proto)
+                    sock.setblocking(False)
+                    try:
+                        await loop.sock_connect(sock, target)
+                    except BaseException as exc:
+                        sock.close()
+                        if isinstance(exc, OSError):
+                            continue
+                        raise
+                    self._watch = sock
+                    return True
+        except (OSError, TimeoutError):
+            pass
+        return False
+
     def _spawn_cancel(self, request_id: int) -> None:
         """Post ``notifications/cancelled`` for ``request_id`` in the background (best effort)."""
         body = {
@@ -338,5 +388,7 @@ class UpstreamClient:
             raise UpstreamTimeout(f"no answer within {self.call_timeout:g} s") from None
 
     async def aclose(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
         if self._session is not None:
             await self._session.close()

@@ -6,7 +6,9 @@ A dead, slow or broken upstream only ever costs its own tools: it is left out of
 at most the list timeout, and a call to it is an ``isError`` result naming it and the failure.
 
 An upstream's list is reused for ``list_cache_ttl`` seconds, so ``tools/list`` costs the same however
-many upstreams are registered; a call to it that fails (unreachable, a JSON-RPC error, an invalid
+many upstreams are registered, but only while the upstream is still reachable (a held idle
+connection, free to check, that its exit closes): a killed upstream is absent from the very next
+``tools/list``, as the seed says. A call to it that fails (unreachable, a JSON-RPC error, an invalid
 result) drops its cached list, and the next ``tools/list`` asks it again."""
 
 from __future__ import annotations
@@ -118,7 +120,8 @@ class UpstreamRouter:
         """One upstream's raw tools, or none; never raises, never outlasts the list timeout."""
         cached = self._last_good.get(client.name)
         if client.name in self._fresh and cached is not None and time.monotonic() - cached[0] < self.list_cache_ttl:
-            return cached[1]
+            if await client.reachable():
+                return cached[1]
         self._fresh.discard(client.name)
         try:
             tools = await client.list_tools()
