@@ -133,13 +133,13 @@ class CdpProxy:
         path = request.path_params.get("path")
         return await self.forward(request, "/json" + (f"/{path}" if path is not None else ""))
 
-    def discovery(self, path: str) -> Callable[[Request], Awaitable[Response]]:
-        """``GET <path>[/]`` at the root (a :data:`DISCOVERY_PATHS` entry), as ``/cdp<path>`` answers it."""
-
-        async def endpoint(request: Request) -> Response:
-            return await self.forward(request, path)
-
-        return endpoint
+    async def discovery(self, request: Request) -> Response:
+        """``GET /json[/version|/list|/protocol][/]`` at the root, as ``/cdp/json…`` answers it; any
+        other ``/json…`` path is not Chromium's to answer here (404)."""
+        path = "/json" + request.path_params["tail"].rstrip("/")
+        if path not in DISCOVERY_PATHS:
+            return JSONResponse({"success": False, "message": "Not Found", "data": None, "hint": None}, 404)
+        return await self.forward(request, path)
 
     async def forward(self, request: Request, path: str) -> Response:
         """Chromium's answer at ``path`` (under ``/json``), its socket addresses on the gateway's."""
@@ -225,5 +225,5 @@ def routes(settings: GatewaySettings) -> list[BaseRoute]:
         Route("/cdp/json", proxy.json_endpoint, methods=["GET", "PUT"]),
         Route("/cdp/json/{path:path}", proxy.json_endpoint, methods=["GET", "PUT"]),
         WebSocketRoute(SOCKET_PREFIX + "{path:path}", proxy.devtools_socket),
-        *(Route(path + end, proxy.discovery(path), methods=["GET"]) for path in DISCOVERY_PATHS for end in ("", "/")),
+        Route("/json{tail:path}", proxy.discovery, methods=["GET"]),  # one route: each costs every request
     ]
