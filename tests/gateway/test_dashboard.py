@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
+from agent_sandbox import Sandbox
 from playwright.sync_api import Page, expect
 
+from agentbox_gateway.app import build_app
+from agentbox_gateway.planes.status import READY, STATUSES
+from agentbox_gateway.settings import GatewaySettings
 from tests.support.browser_pages import browser_context
-from tests.support.servers import console_script, free_port, run_command, stop_group
+from tests.support.headless_chromium import Chromium
+from tests.support.servers import console_script, free_port, run_command, serve_app, stop_group
 
 pytestmark = [pytest.mark.chromium, pytest.mark.usefixtures("own_home")]
 KEY = "dashboard-browser-key-5f1e2d"
@@ -36,6 +42,27 @@ def test_the_dashboard_loads_everything_from_the_gateway(gateway: str, page: Pag
     assert page.evaluate("document.body.dataset.auth") == "open"
 
 
+def test_a_ready_browser_shows_as_healthy(gateway_settings: GatewaySettings, chromium: Chromium) -> None:
+    """Every row the capability report calls ``ready`` (the browser's word for a working
+    Chromium) is drawn up (green), and an absent one down."""
+    with serve_app(build_app(replace(gateway_settings, cdp_url=chromium.cdp_url))) as url:
+        report = httpx.get(f"{url}/v1/capabilities", timeout=60).json()["data"]
+        assert {report[name]["status"] for name in ("exec", "code_interpreter", "browser")} <= set(STATUSES)
+        assert report["browser"]["status"] == READY
+        with browser_context(url) as (context, recorder):
+            page = context.new_page()
+            page.goto(f"{url}/")
+            browser_row = page.locator("#status-list li", has_text="Browser:")
+            expect(browser_row).to_have_class("up")
+            expect(page.locator("#status-list li", has_text="Shell:")).to_have_class("up")
+            assert recorder.foreign == []
+    with serve_app(build_app(replace(gateway_settings, cdp_url=f"http://127.0.0.1:{free_port()}"))) as url:
+        with browser_context(url) as (context, _):
+            page = context.new_page()
+            page.goto(f"{url}/")
+            expect(page.locator("#status-list li", has_text="Browser:")).to_have_class("down")
+
+
 def test_typing_echo_into_the_terminal_shows_its_output(gateway: str, page: Page) -> None:
     page.goto(f"{gateway}/index.html")
     expect(page.locator("#terminal-state")).to_have_text("connected")
@@ -43,6 +70,41 @@ def test_typing_echo_into_the_terminal_shows_its_output(gateway: str, page: Page
     page.keyboard.type("echo dashboard-$((6*7))")
     page.keyboard.press("Enter")
     expect(page.locator("#terminal .xterm-rows")).to_contain_text("dashboard-42")
+
+
+_EXEC_STATUS = """async () => (await fetch("/v1/shell/exec", {method: "POST",
+    headers: {"Content-Type": "application/json"}, body: JSON.stringify({command: "echo no"})})).status"""
+
+
+def test_the_sdks_terminal_url_opens_a_terminal_and_nothing_else(gateway_settings: GatewaySettings) -> None:
+    """``shell.get_terminal_url()`` on a keyed gateway: a fresh browser opens it, types a command and
+    sees its output; the session its ticket signed in cannot call the API."""
+    with serve_app(build_app(replace(gateway_settings, api_key=KEY))) as url:
+        sdk = Sandbox(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=60)
+        terminal_url = sdk.shell.get_terminal_url().data
+        assert isinstance(terminal_url, str) and terminal_url.startswith(f"{url}/terminal/?ticket=")
+        assert KEY not in terminal_url
+        with browser_context(url) as (context, recorder):
+            page = context.new_page()
+            page.goto(terminal_url)
+            expect(page.locator("#terminal-state")).to_have_text("connected")
+            page.locator("#terminal").click()
+            page.keyboard.type("echo standalone-$((6*7))")
+            page.keyboard.press("Enter")
+            expect(page.locator("#terminal .xterm-rows")).to_contain_text("standalone-42")
+            assert page.evaluate(_EXEC_STATUS) == 401
+            assert page.goto(f"{url}/").status == 401  # the dashboard is not the terminal's scope
+            assert recorder.foreign == []
+            again = context.browser.new_context()
+            try:  # the ticket was used up by the first page load
+                assert again.new_page().goto(terminal_url).status == 401
+            finally:
+                again.close()
+        forwarded = httpx.get(
+            f"{url}/v1/shell/terminal-url",
+            headers={"Authorization": f"Bearer {KEY}", "X-Forwarded-Host": "box.example", "X-Forwarded-Prefix": "/s/2"},
+        ).json()["data"]
+        assert forwarded.startswith("http://box.example/s/2/terminal/?ticket=")
 
 
 def test_the_file_browser_lists_views_downloads_and_uploads(gateway: str, page: Page, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from playwright.sync_api import Page
 
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
+from agentbox_gateway.tickets import TICKET_PARAM as TICKET
 from tests.support.browser_pages import browser_context
 from tests.support.display import Display, display_stack
 from tests.support.headless_chromium import shown_page
@@ -97,6 +98,33 @@ def test_the_live_view_shows_the_page_the_browser_is_on(live_gateway: str, displ
                 assert again.new_page().goto(vnc_url).status == 401
             finally:
                 again.close()
+
+
+def test_the_readmes_vnc_address_opens_the_live_view_with_a_vnc_ticket(
+    live_gateway: str, display: Display, pages_url: str
+) -> None:
+    """``/vnc/`` (the README's live view) with a ticket made for ``/vnc/``: a fresh browser lands
+    on the connected client, and no ticket is left in its address."""
+    with tab(display.cdp_url, f"{pages_url}/color/rgb(30,60,210)"):
+        ticket = httpx.post(f"{live_gateway}/tickets", headers=BEARER, json={"path": "/vnc/"}).json()["data"]
+        with browser_context(live_gateway) as (context, recorder):
+            page = context.new_page()
+            assert page.goto(f"{live_gateway}/vnc/?{TICKET}={ticket['ticket']}").status == 200
+            assert page.url.startswith(f"{live_gateway}/vnc/index.html?autoconnect=true")
+            assert "ticket" not in page.url
+            deadline = time.monotonic() + 20
+            pixel: list[int] = []
+            while time.monotonic() < deadline and pixel[:3] != [30, 60, 210]:
+                time.sleep(0.2)
+                pixel = canvas_centre(page)
+            assert pixel[:3] == [30, 60, 210]
+            assert page.goto(f"{live_gateway}/vnc").url.startswith(f"{live_gateway}/vnc/index.html?")
+            assert recorder.foreign == []
+    behind = httpx.get(f"{live_gateway}/vnc/?view_only=true", headers={**BEARER, "X-Forwarded-Prefix": "/s/1"})
+    assert behind.status_code == 303
+    assert behind.headers["location"] == (
+        "/s/1/vnc/index.html?autoconnect=true&resize=scale&path=s%2F1%2Fvnc%2Fwebsockify&view_only=true"
+    )
 
 
 def test_mcp_browser_get_info_has_a_vnc_url_with_a_ticket(live_gateway: str) -> None:

@@ -117,7 +117,6 @@ def test_every_error_status_is_documented_with_its_body(gateway: str, document: 
                     },
                 ),
             ),
-            ("GET", "/v1/shell/terminal-url", client.get("/v1/shell/terminal-url")),
             ("DELETE", "/v1/shell/sessions/{session_id}", client.delete("/v1/shell/sessions/contract-unknown")),
             ("POST", "/v1/bash/output", client.post("/v1/bash/output", json={"session_id": "contract-unknown"})),
             ("POST", "/v1/bash/sessions/{session_id}/close", client.post("/v1/bash/sessions/contract-unknown/close")),

@@ -178,8 +178,14 @@ def test_validation_failures_are_422(sandbox: Sandbox, gateway: str) -> None:
         sandbox.shell.exec_command(command="true", hard_timeout=-1)
 
 
+def test_the_terminal_url_is_the_terminal_page_on_a_keyless_gateway(sandbox: Sandbox, gateway: str) -> None:
+    assert sandbox.shell.get_terminal_url().data == f"{gateway}/terminal/"
+    page = httpx.get(f"{gateway}/terminal/")
+    assert page.status_code == 200 and 'data-page="terminal"' in page.text
+    assert httpx.get(f"{gateway}/terminal/static/terminal.js").status_code == 200
+
+
 def test_limits_and_missing_features_answer_clearly(sandbox: Sandbox) -> None:
-    assert status_of(lambda: sandbox.shell.get_terminal_url()) == 404
     created = [sandbox.shell.create_session(id=f"rest-cap-{i}") for i in range(20)]
     assert len(created) == 20
     with pytest.raises(ApiError) as refused:

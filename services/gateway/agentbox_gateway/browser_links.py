@@ -6,16 +6,12 @@ never the key). The browser plane says what the browser is; the doors make these
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode, urlsplit
 
 from starlette.types import Scope
 
 from .cdp_proxy import with_ticket
 from .planes.browser import BrowserInfo
-from .vnc import signed_vnc_url
-
-#: Where the live view's WebSocket bridge is, under the gateway's public address.
-VNC_SOCKET_PATH = "vnc/websockify"
+from .vnc import live_view_url, signed_vnc_url
 
 
 def cdp_url(public_base: str, devtools_path: str) -> str:
@@ -23,14 +19,6 @@ def cdp_url(public_base: str, devtools_path: str) -> str:
     base = public_base.rstrip("/")
     ws_base = "wss" + base[5:] if base.startswith("https:") else "ws" + base[4:]
     return f"{ws_base}/cdp{devtools_path}"
-
-
-def live_view_url(public_base: str) -> str:
-    """The noVNC page on ``public_base``, connecting on load, scaled to the window, to the bridge
-    under the same prefix (noVNC takes ``path`` from the host's root)."""
-    prefix = urlsplit(public_base).path.strip("/")
-    path = f"{prefix}/{VNC_SOCKET_PATH}" if prefix else VNC_SOCKET_PATH
-    return f"{public_base}/vnc/index.html?{urlencode({'autoconnect': 'true', 'resize': 'scale', 'path': path})}"
 
 
 def browser_info_data(info: BrowserInfo, public_base: str, scope: Scope | None) -> dict[str, Any]:

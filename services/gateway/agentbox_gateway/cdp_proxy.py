@@ -4,7 +4,11 @@ Puppeteer's ``browserURL``) reach the loopback-only Chromium behind the gateway'
 
 ``/cdp/json/*`` is forwarded with the WebSocket addresses in its answers rewritten to the gateway's
 public address (``X-Forwarded-Proto``/``-Host``/``-Prefix`` honoured, else ``Host``);
-``/cdp/devtools/*`` WebSockets are relayed to Chromium message by message."""
+``/cdp/devtools/*`` WebSockets are relayed to Chromium message by message. The discovery answers
+(``/json/version``, ``/json``, ``/json/list``, ``/json/protocol``) are served at the root too:
+Puppeteer resolves ``/json/version`` against ``browserURL``'s origin (``browserURL:
+"http://host:8091/cdp"`` asks ``http://host:8091/json/version``, without the URL's path or query),
+and Playwright given the bare ``http://host:8091`` asks ``/json/version/`` there."""
 
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ logger = logging.getLogger(__name__)
 
 #: Where the relayed DevTools WebSockets live; a ticket in a socket URL is good only under it.
 SOCKET_PREFIX = "/cdp/devtools/"
+#: Chromium's discovery answers, also served at the gateway's root (see the module's docstring).
+DISCOVERY_PATHS = ("/json", "/json/version", "/json/list", "/json/protocol")
 
 _HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
 _PREFIX = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=:@%/\-]*$")
@@ -125,7 +131,19 @@ class CdpProxy:
     async def json_endpoint(self, request: Request) -> Response:
         """``GET|PUT /cdp/json[/...]`` -> Chromium's ``/json[/...]`` with addresses rewritten."""
         path = request.path_params.get("path")
-        url = f"{self.cdp_url}/json" + (f"/{path}" if path is not None else "")
+        return await self.forward(request, "/json" + (f"/{path}" if path is not None else ""))
+
+    async def discovery(self, request: Request) -> Response:
+        """``GET /json[/version|/list|/protocol][/]`` at the root, as ``/cdp/json…`` answers it; any
+        other ``/json…`` path is not Chromium's to answer here (404)."""
+        path = "/json" + request.path_params["tail"].rstrip("/")
+        if path not in DISCOVERY_PATHS:
+            return JSONResponse({"success": False, "message": "Not Found", "data": None, "hint": None}, 404)
+        return await self.forward(request, path)
+
+    async def forward(self, request: Request, path: str) -> Response:
+        """Chromium's answer at ``path`` (under ``/json``), its socket addresses on the gateway's."""
+        url = f"{self.cdp_url}{path}"
         query = _without_credentials(request.url.query)
         try:
             async with httpx.AsyncClient(timeout=10.0, trust_env=False, verify=plain_http_only()) as client:
@@ -201,10 +219,11 @@ class CdpProxy:
 
 
 def routes(settings: GatewaySettings) -> list[BaseRoute]:
-    """The ``/cdp/*`` routes; mount them before the REST catch-all."""
+    """The ``/cdp/*`` routes and the root discovery ones; mount them before the REST catch-all."""
     proxy = CdpProxy(settings)
     return [
         Route("/cdp/json", proxy.json_endpoint, methods=["GET", "PUT"]),
         Route("/cdp/json/{path:path}", proxy.json_endpoint, methods=["GET", "PUT"]),
         WebSocketRoute(SOCKET_PREFIX + "{path:path}", proxy.devtools_socket),
+        Route("/json{tail:path}", proxy.discovery, methods=["GET"]),  # one route: each costs every request
     ]

@@ -1,8 +1,9 @@
-"""The live view: the noVNC client (Debian's ``novnc`` files) at ``/vnc/`` (``/vnc/index.html``
-is its full client, as in AIO) and ``/vnc/websockify``, a WebSocket relayed byte for byte to the VNC
-server on the display, which listens on loopback only. Behind the same guard as every route (a
-person's browser uses the session cookie, or a ticket from ``vnc_url``); absent when the gateway has
-no display or ``DISABLE_VNC`` is true."""
+"""The live view: the noVNC client (Debian's ``novnc`` files) under ``/vnc/`` (``/vnc/`` sends the
+browser on to ``/vnc/index.html``, its full client as in AIO, set to connect on load) and
+``/vnc/websockify``, a WebSocket relayed byte for byte to the VNC server on the display, which
+listens on loopback only. Behind the same guard as every route (a person's browser uses the session
+cookie, or a ticket from ``vnc_url``); absent when the gateway has no display or ``DISABLE_VNC`` is
+true."""
 
 from __future__ import annotations
 
@@ -10,22 +11,27 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import anyio
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from .cdp_proxy import public_address
 from .security import page_ticket
 from .settings import GatewaySettings
+from .tickets import TICKET_PARAM
 
 logger = logging.getLogger(__name__)
 
 #: Where a ``vnc_url`` ticket is good: the page, its assets and the bridge.
 VNC_PREFIX = "/vnc/"
+#: Where the live view's WebSocket bridge is, under the gateway's public address.
+VNC_SOCKET_PATH = "vnc/websockify"
 #: Bytes read from the VNC server per WebSocket message.
 _CHUNK = 64 * 1024
 #: RFC 6455 close code when the VNC server cannot be reached (the display stack is restarting).
@@ -35,6 +41,22 @@ _CLOSE_UNAVAILABLE = 1011
 def _split_address(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def live_view_path(prefix: str, extra: list[tuple[str, str]] | None = None) -> str:
+    """``<prefix>/vnc/index.html?…``: the noVNC page connecting on load, scaled to the window, to
+    the bridge under the same reverse-proxy ``prefix`` (noVNC takes ``path`` from the host's root);
+    ``extra`` query parameters (a person's own noVNC options) come after and win."""
+    prefix = prefix.strip("/")
+    path = f"{prefix}/{VNC_SOCKET_PATH}" if prefix else VNC_SOCKET_PATH
+    query = dict([("autoconnect", "true"), ("resize", "scale"), ("path", path), *(extra or [])])
+    return f"{'/' + prefix if prefix else ''}/vnc/index.html?{urlencode(query)}"
+
+
+def live_view_url(public_base: str) -> str:
+    """The noVNC page (:func:`live_view_path`) on ``public_base``, prefix and all."""
+    parts = urlsplit(public_base)
+    return f"{parts.scheme}://{parts.netloc}{live_view_path(parts.path)}"
 
 
 def signed_vnc_url(url: str | None, scope: Scope) -> str | None:
@@ -52,6 +74,14 @@ def routes(settings: GatewaySettings) -> list[BaseRoute]:
 
     async def index(request: Request) -> Response:
         return FileResponse(client, headers={"cache-control": "no-store"})
+
+    async def live_view(request: Request) -> Response:
+        """``/vnc/``: on to the client with its query, under the caller's reverse-proxy prefix. A
+        path, not a URL (no host taken from a header), and no credential in it: a ticket that led
+        here was used and signed the browser in for ``/vnc/``."""
+        _, _, prefix = public_address(request.headers, request.url.scheme, "")
+        extra = [(k, v) for k, v in parse_qsl(request.url.query) if k not in ("api_key", TICKET_PARAM)]
+        return RedirectResponse(live_view_path(prefix, extra), 303, headers={"cache-control": "no-store"})
 
     async def bridge(websocket: WebSocket) -> None:
         offered = websocket.scope.get("subprotocols", [])
@@ -91,6 +121,8 @@ def routes(settings: GatewaySettings) -> list[BaseRoute]:
                 await websocket.close()
 
     return [
+        Route("/vnc", live_view, methods=["GET"]),
+        Route("/vnc/", live_view, methods=["GET"]),
         Route("/vnc/index.html", index, methods=["GET"]),
         WebSocketRoute("/vnc/websockify", bridge),
         Mount("/vnc", app=StaticFiles(directory=str(settings.novnc_dir), check_dir=False), name="novnc"),

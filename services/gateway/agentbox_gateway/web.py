@@ -15,6 +15,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from .mcp_tools.registry import ToolRegistry
+from .planes.status import READY
 from .settings import GatewaySettings
 
 STATIC_DIR = Path(__file__).with_name("static")
@@ -28,8 +29,8 @@ def _dashboard_template() -> str:
 
 def dashboard_html(keyed: bool, home: str) -> str:
     """The dashboard page, told whether the gateway has a key (sign-out button, MCP snippet's
-    header) and where the file browser starts."""
-    attributes = f'<body data-auth="{"key" if keyed else "open"}" data-home="{html.escape(home)}">'
+    header), where the file browser starts and which capability ``status`` means up."""
+    attributes = f'<body data-auth="{"key" if keyed else "open"}" data-home="{html.escape(home)}" data-ready="{READY}">'
     return _dashboard_template().replace("<body>", attributes, 1)
 
 
@@ -81,14 +82,16 @@ Tools of registered upstream MCP servers (EXTRA_MCP_SERVERS) are listed with the
   (multipart); GET /v1/file/download?path=<absolute path>.
 - Code: POST /v1/code/execute, /v1/jupyter/execute, /v1/nodejs/execute.
 - Browser: GET /v1/browser/info (cdp_url, vnc_url), /v1/browser/screenshot; CDP for Playwright or
-  Puppeteer at /cdp (connect_over_cdp("<base>/cdp")).
+  Puppeteer at /cdp (connect_over_cdp("<base>/cdp"); the discovery routes /json/version, /json,
+  /json/list and /json/protocol also at the root, where Puppeteer's browserURL looks).
 - Sandbox: GET /v1/sandbox (context), /v1/capabilities (which programs are up), /health.
 - Full list: /v1/openapi.json; human-readable: /v1/docs.
 
 ## Pages
 
 - /            dashboard: live view, terminal, files, program status, MCP snippet
-- /vnc/index.html  live view of the browser's display (when the image runs one)
+- /vnc/         live view of the browser's display (when the image runs one; the client is /vnc/index.html)
+- /terminal/    the terminal alone (GET /v1/shell/terminal-url answers its URL, with a ticket)
 - /v1/docs     Swagger UI
 """
 

@@ -16,11 +16,14 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from pydantic import Field
 
+from ..cdp_proxy import request_public_base
 from ..planes import Planes
 from ..planes.shell import OUTPUT_LIMIT, CommandRecord, ShellPlane, ShellSession
+from ..security import page_ticket
 from .bodies import StrictBody
-from .envelope import RestError, error_responses, ok
+from .envelope import error_responses, ok
 from .shell_stream import exec_stream, wants_events
+from .terminal import TERMINAL_PREFIX
 
 #: ``/v1/bash`` sync results are cut to this many characters per stream unless told (0: never).
 BASH_OUTPUT_LIMIT = 50_000
@@ -293,12 +296,12 @@ def router(planes: Planes) -> APIRouter:
         return ok(dataclasses.asdict(shell.stats()))
 
     @api.get("/v1/shell/terminal-url")
-    async def shell_terminal_url() -> dict[str, Any]:
-        raise RestError(
-            404,
-            "this sandbox has no web terminal",
-            hint="run commands with POST /v1/shell/exec or the sandbox_execute_bash MCP tool",
-        )
+    async def shell_terminal_url(request: Request) -> dict[str, Any]:
+        """The web terminal's page on the caller's address; for a key holder with a single-use
+        ticket that signs a fresh browser in for that page (and its socket) only."""
+        base = request_public_base(request, planes.context.local_base)
+        ticket = page_ticket(request.scope, TERMINAL_PREFIX)
+        return ok(f"{base}{TERMINAL_PREFIX}" + (f"?{ticket}" if ticket else ""))
 
     @api.delete("/v1/shell/sessions")
     async def shell_cleanup_all() -> dict[str, Any]:

@@ -1,8 +1,11 @@
 """``GET /v1/shell/ws`` (AIO's path): a WebSocket attached to an interactive terminal of the shell
-plane. Binary frames are terminal bytes both ways (text frames from the client are typed too, as
-UTF-8), except a JSON text frame ``{"type": "resize", "cols": N, "rows": M}``; a bad control message
-is answered with a JSON ``{"type": "error", "message": …}`` text frame and changes nothing. The
-terminal is closed (its processes killed) when the socket closes, and the socket when the shell ends."""
+plane; the same terminal at ``/terminal/ws``, under the standalone terminal page ``/terminal/`` (its
+assets under ``/terminal/static/``), so that a ``/terminal/`` ticket (``GET /v1/shell/terminal-url``)
+and the session it signs in open the terminal and nothing else. Binary frames are terminal bytes
+both ways (text frames from the client are typed too, as UTF-8), except a JSON text frame
+``{"type": "resize", "cols": N, "rows": M}``; a bad control message is answered with a JSON
+``{"type": "error", "message": …}`` text frame and changes nothing. The terminal is closed (its
+processes killed) when the socket closes, and the socket when the shell ends."""
 
 from __future__ import annotations
 
@@ -11,12 +14,19 @@ import json
 from collections.abc import Awaitable, Callable
 
 import anyio
-from starlette.routing import BaseRoute, WebSocketRoute
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from agentbox_common.errors import PlaneError
 
 from ..planes.shell import ShellPlane, Terminal
+from ..web import STATIC_DIR
+
+#: The standalone terminal page's prefix: the page, its assets and its socket, all under one scope.
+TERMINAL_PREFIX = "/terminal/"
 
 #: Close code when the terminal cannot be opened, whatever the plane error's kind (RFC 6455 "try
 #: again later": a full house, or no bash yet); the reason is the error's message.
@@ -86,4 +96,12 @@ def routes(shell: ShellPlane) -> list[BaseRoute]:
                 with contextlib.suppress(RuntimeError, WebSocketDisconnect):
                     await websocket.close()
 
-    return [WebSocketRoute("/v1/shell/ws", terminal_socket)]
+    async def page(request: Request) -> Response:
+        return FileResponse(STATIC_DIR / "terminal.html", headers={"cache-control": "no-store"})
+
+    return [
+        WebSocketRoute("/v1/shell/ws", terminal_socket),
+        Route(TERMINAL_PREFIX, page, methods=["GET"]),
+        WebSocketRoute(f"{TERMINAL_PREFIX}ws", terminal_socket),
+        Mount(f"{TERMINAL_PREFIX}static", app=StaticFiles(directory=str(STATIC_DIR)), name="terminal-static"),
+    ]

@@ -31,13 +31,13 @@ async function showStatus() {
   const list = document.getElementById("status-list");
   try {
     const caps = await api("v1/capabilities");
+    const ready = document.body.dataset.ready;  // the report's "up" status, from the gateway
     const rows = [
-      ["Shell", caps.exec.available, caps.exec.bash || "bash not found"],
+      ["Shell", caps.exec.status === ready, caps.exec.bash || "bash not found"],
       ["Python", caps.code_interpreter.python, caps.code_interpreter.python ? "ready" : "not installed"],
       ["Node.js", caps.code_interpreter.javascript, caps.code_interpreter.javascript ? "ready" : "not installed"],
       ["Files", true, "ready"],
-      ["Browser", caps.browser.status === "available" || caps.browser.status === "ok",
-        caps.browser.browser || caps.browser.detail || caps.browser.status],
+      ["Browser", caps.browser.status === ready, caps.browser.browser || caps.browser.detail || caps.browser.status],
     ];
     list.replaceChildren(...rows.map(([name, up, detail]) =>
       element("li", { className: up ? "up" : "down", textContent: `${name}: ${detail}` })));
@@ -67,29 +67,8 @@ async function showLiveView() {
 
 // -- terminal ----------------------------------------------------------------------------------
 function startTerminal() {
-  const state = document.getElementById("terminal-state");
-  const term = new Terminal({ cursorBlink: true, fontSize: 13, convertEol: false });
-  const fit = new FitAddon.FitAddon();
-  term.loadAddon(fit);
-  term.open(document.getElementById("terminal"));
-  fit.fit();
-  const socket = new WebSocket(new URL("v1/shell/ws", wsRoot));
-  socket.binaryType = "arraybuffer";
-  const encoder = new TextEncoder();
-  const resize = () => {
-    fit.fit();
-    if (socket.readyState === WebSocket.OPEN)
-      socket.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
-  };
-  socket.onopen = () => { state.textContent = "connected"; resize(); term.focus(); };
-  socket.onmessage = (event) => {
-    if (typeof event.data === "string") return;  // control messages: nothing to show
-    term.write(new Uint8Array(event.data));
-  };
-  socket.onclose = (event) => { state.textContent = `closed (${event.code})`; };
-  term.onData((data) => { if (socket.readyState === WebSocket.OPEN) socket.send(encoder.encode(data)); });
-  window.addEventListener("resize", resize);
-  window.agentboxTerminal = term;
+  window.agentboxTerminal = attachTerminal(
+    document.getElementById("terminal"), document.getElementById("terminal-state"), new URL("v1/shell/ws", wsRoot));
 }
 
 // -- files -------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import httpx
 from agentbox_common.http import plain_http_only
 
 from ...settings import GatewaySettings
+from ..status import ABSENT, READY
 from .actions import Action, parse_action
 from .cdp import CdpConnection, CdpError
 from .errors import BrowserError, BrowserUnavailable, InvalidAction
@@ -175,8 +176,8 @@ class BrowserPlane:
         try:
             version = await self.version()
         except Exception as exc:
-            return {"status": "absent", "cdp": self.cdp_url, "detail": str(exc)}
-        return {"status": "ready", "cdp": self.cdp_url, "browser": version.get("Browser", "")}
+            return {"status": ABSENT, "cdp": self.cdp_url, "detail": str(exc)}
+        return {"status": READY, "cdp": self.cdp_url, "browser": version.get("Browser", "")}
 
     async def _cdp(self) -> CdpConnection:
         """The browser-level connection, (re)opened when missing or lost."""

@@ -14,6 +14,8 @@ import anyio.to_thread
 
 from agentbox_common.processes import sandbox_environment
 
+from ..status import ABSENT, Status, status_of
+
 CAPABILITIES_TTL = 5.0
 BROWSER_STATUS_TIMEOUT = 5.0
 _FILE_OPERATIONS = (
@@ -34,6 +36,7 @@ BrowserStatus = Callable[[], Awaitable[dict[str, Any]]]
 
 
 class ExecCapability(TypedDict):
+    status: Status
     available: bool
     #: Where ``bash`` is, or None.
     bash: str | None
@@ -41,6 +44,7 @@ class ExecCapability(TypedDict):
 
 
 class CodeCapability(TypedDict):
+    status: Status
     available: bool
     python: bool
     javascript: bool
@@ -50,7 +54,8 @@ class CodeCapability(TypedDict):
 
 class CapabilityReport(TypedDict):
     """Which planes are up: each file operation, exec, the code interpreter, and the browser as its
-    plane reports it (``{"status": "absent", "error": ...}`` when that fails)."""
+    plane reports it (``{"status": "absent", "error": ...}`` when that fails); every plane's
+    ``status`` is from :mod:`..status`."""
 
     files: dict[str, bool]
     exec: ExecCapability
@@ -95,17 +100,20 @@ async def _probe(browser_status: BrowserStatus | None) -> CapabilityReport:
         with anyio.fail_after(BROWSER_STATUS_TIMEOUT):
             browser = dict(await browser_status())
     except Exception as exc:  # the report must never fail (or hang) because one plane does
-        browser = {"status": "absent", "error": f"{type(exc).__name__}: {exc}"}
+        browser = {"status": ABSENT, "error": f"{type(exc).__name__}: {exc}"}
     missing = [name for name in ("python3", "node") if found[name] is None]
+    code_available = len(missing) < 2
     return {
         "files": dict.fromkeys(_FILE_OPERATIONS, True),
         "exec": {
+            "status": status_of(found["bash"] is not None),
             "available": found["bash"] is not None,
             "bash": found["bash"],
             "pty": found["pty"] is not None,
         },
         "code_interpreter": {
-            "available": len(missing) < 2,
+            "status": status_of(code_available),
+            "available": code_available,
             "python": found["python3"] is not None,
             "javascript": found["node"] is not None,
             "missing": missing,
