@@ -286,6 +286,10 @@ class _Credential:
     scope: str = WHOLE_GATEWAY
 
 
+#: The key's two forms open everything: one instance each, not one per request.
+_BY_HEADER, _BY_URL = _Credential("header"), _Credential("url")
+
+
 class ApiKeyGuard:
     """With a key configured, every non-public route answers 401 unless the key is presented (a
     header, or ``?api_key=``), a browser session is (the ``agentbox_session`` cookie, used only as
@@ -307,20 +311,23 @@ class ApiKeyGuard:
         """How the request authenticated, or None if it did not (for this path)."""
         key = header_key(scope)
         if key is not None:
-            return _Credential("header") if key_matches(key, self.api_key) else None
+            return _BY_HEADER if key_matches(key, self.api_key) else None
         session = browser_auth.session_token(scope)
         granted = self.sessions.holds(session, scope["path"]) if session else None
         if granted is not None:
             return _Credential("cookie", granted)
         key = _query_value(scope, "api_key")
         if key is not None:
-            return _Credential("url") if key_matches(key, self.api_key) else None
+            return _BY_URL if key_matches(key, self.api_key) else None
         ticket = _query_value(scope, TICKET_PARAM)
         granted = self.tickets.redeem(ticket, scope["path"]) if ticket is not None else None
         return _Credential("ticket", granted) if granted is not None else None
 
     def _issuer(self, within: str) -> Callable[[str], str | None]:
-        """Issue tickets for prefixes inside ``within`` only."""
+        """Issue tickets for prefixes inside ``within`` only (the store's own method for a credential
+        that opens everything: the key's every request, so nothing is built for it)."""
+        if within == WHOLE_GATEWAY:
+            return self.tickets.issue
 
         def issue(prefix: str) -> str | None:
             return self.tickets.issue(prefix) if covers(within, prefix) else None
