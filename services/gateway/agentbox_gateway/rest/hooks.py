@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 from pydantic import ConfigDict, Field
 
 from ..planes.hooks import DEFAULT_TIMEOUT, MAX_TIMEOUT, Hook
-from .bodies import StrictBody
+from .bodies import HOOK_NAME, StrictBody, documented
 from .envelope import error_responses, ok
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 class HookRequest(StrictBody):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=64)
+    name: str = Field(min_length=1, max_length=64, json_schema_extra=documented(HOOK_NAME))
     command: str = Field(min_length=1)
     event: str | None = Field(None, description='only "shutdown"')
     timeout: float | None = Field(None, gt=0, le=MAX_TIMEOUT, description="seconds")
