@@ -190,3 +190,46 @@ def _button(raw: Mapping[str, Any]) -> str:
     if button not in BUTTONS:
         raise InvalidAction(f"button must be one of {', '.join(BUTTONS)}", "button")
     return button
+
+
+def action_schema() -> dict[str, Any]:
+    """The JSON Schema of an action object, as :func:`parse_action` reads it (key names are checked
+    against the keyboard's table, which the schema names only in prose)."""
+    integer = {"type": "integer"}
+    number = {"type": "number"}
+    point = {**number, "minimum": 0}
+    properties: dict[str, Any] = {
+        "action_type": {"enum": list(ACTION_TYPES)},
+        "x": point,
+        "y": point,
+        "x_offset": number,
+        "y_offset": number,
+        "button": {"enum": list(BUTTONS)},
+        "num_clicks": {**integer, "minimum": 1, "maximum": MAX_CLICKS},
+        "dx": {**integer, "minimum": -MAX_SCROLL_NOTCHES, "maximum": MAX_SCROLL_NOTCHES},
+        "dy": {**integer, "minimum": -MAX_SCROLL_NOTCHES, "maximum": MAX_SCROLL_NOTCHES},
+        "text": {"type": "string", "maxLength": MAX_TEXT_CHARS},
+        "use_clipboard": {"type": "boolean"},
+        "key": {"type": "string", "description": "a key name (Enter, a, F5) or a combination (ctrl+shift+t)"},
+        "keys": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "duration": {**number, "minimum": 0, "maximum": MAX_WAIT_SECONDS},
+    }
+    rules: list[dict[str, Any]] = [
+        {"if": {"properties": {"action_type": {"const": kind}}}, "then": {"required": list(names)}}
+        for kind, names in _REQUIRED.items()
+    ]
+    nonzero = {"not": {"const": 0}}
+    scroll = {
+        "anyOf": [
+            {"required": ["dx"], "properties": {"dx": nonzero}},
+            {"required": ["dy"], "properties": {"dy": nonzero}},
+        ]
+    }
+    rules.append({"if": {"properties": {"action_type": {"const": "SCROLL"}}}, "then": scroll})
+    return {
+        "type": "object",
+        "required": ["action_type"],
+        "properties": properties,
+        "dependentRequired": {"x": ["y"], "y": ["x"]},
+        "allOf": rules,
+    }
