@@ -29,10 +29,14 @@ _DESCRIPTIONS = {
 }
 
 
+#: The plane's bounds on a run's timeout (seconds), documented; the plane refuses others with 400.
+_TIMEOUT: dict[str, Any] = {"minimum": 1, "maximum": MAX_TIMEOUT, "description": "seconds"}
+
+
 class CodeExecuteRequest(StrictBody):
     language: str = "python"
     code: str
-    timeout: float | None = None
+    timeout: float | None = Field(None, json_schema_extra=_TIMEOUT)
     cwd: str | None = None
     stateful: bool | None = None
     session_id: str | None = Field(None, json_schema_extra=documented(CODE_SESSION_ID))
@@ -40,7 +44,7 @@ class CodeExecuteRequest(StrictBody):
 
 class JupyterExecuteRequest(StrictBody):
     code: str
-    timeout: float | None = None
+    timeout: float | None = Field(None, json_schema_extra=_TIMEOUT)
     kernel_name: str | None = None
     session_id: str | None = Field(None, json_schema_extra=documented(CODE_SESSION_ID))
     cwd: str | None = None
@@ -54,7 +58,7 @@ class JupyterCreateSessionRequest(StrictBody):
 
 class NodeJsExecuteRequest(StrictBody):
     code: str
-    timeout: float | None = None
+    timeout: float | None = Field(None, json_schema_extra=_TIMEOUT)
     stdin: str | None = None
     files: dict[str, str | None] | None = None
     stateful: bool | None = None
