@@ -193,43 +193,54 @@ def _button(raw: Mapping[str, Any]) -> str:
 
 
 def action_schema() -> dict[str, Any]:
-    """The JSON Schema of an action object, as :func:`parse_action` reads it (key names are checked
-    against the keyboard's table, which the schema names only in prose)."""
-    integer = {"type": "integer"}
-    number = {"type": "number"}
+    """The JSON Schema of an action object, as :func:`parse_action` reads it: per ``action_type`` the
+    fields it reads (others are ignored, so any value of theirs is valid) and the ones it needs. Key
+    names are checked against the keyboard's table, which the schema names only in prose."""
+    number: dict[str, Any] = {"type": "number"}
     point = {**number, "minimum": 0}
-    properties: dict[str, Any] = {
-        "action_type": {"enum": list(ACTION_TYPES)},
-        "x": point,
-        "y": point,
-        "x_offset": number,
-        "y_offset": number,
-        "button": {"enum": list(BUTTONS)},
-        "num_clicks": {**integer, "minimum": 1, "maximum": MAX_CLICKS},
-        "dx": {**integer, "minimum": -MAX_SCROLL_NOTCHES, "maximum": MAX_SCROLL_NOTCHES},
-        "dy": {**integer, "minimum": -MAX_SCROLL_NOTCHES, "maximum": MAX_SCROLL_NOTCHES},
-        "text": {"type": "string", "maxLength": MAX_TEXT_CHARS},
-        "use_clipboard": {"type": "boolean"},
-        "key": {"type": "string", "description": "a key name (Enter, a, F5) or a combination (ctrl+shift+t)"},
-        "keys": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "duration": {**number, "minimum": 0, "maximum": MAX_WAIT_SECONDS},
+    notches = {"type": "integer", "minimum": -MAX_SCROLL_NOTCHES, "maximum": MAX_SCROLL_NOTCHES}
+    key = {"type": "string", "description": "a key name (Enter, a, F5) or a combination (ctrl+shift+t)"}
+    read: dict[str, dict[str, Any]] = {
+        "MOVE_TO": {"x": point, "y": point},
+        "DRAG_TO": {"x": point, "y": point},
+        "MOVE_REL": {"x_offset": number, "y_offset": number},
+        "DRAG_REL": {"x_offset": number, "y_offset": number},
+        "CLICK": {"x": point, "y": point, "button": {"enum": list(BUTTONS)}},
+        "DOUBLE_CLICK": {"x": point, "y": point},
+        "RIGHT_CLICK": {"x": point, "y": point},
+        "MOUSE_DOWN": {"button": {"enum": list(BUTTONS)}},
+        "MOUSE_UP": {"button": {"enum": list(BUTTONS)}},
+        "SCROLL": {"dx": notches, "dy": notches},
+        "TYPING": {"text": {"type": "string", "maxLength": MAX_TEXT_CHARS}, "use_clipboard": {"type": "boolean"}},
+        "PRESS": {"key": key},
+        "KEY_DOWN": {"key": key},
+        "KEY_UP": {"key": key},
+        "HOTKEY": {"keys": {"type": "array", "items": key, "minItems": 1}},
+        "WAIT": {"duration": {**number, "minimum": 0, "maximum": MAX_WAIT_SECONDS}},
     }
-    rules: list[dict[str, Any]] = [
-        {"if": {"properties": {"action_type": {"const": kind}}}, "then": {"required": list(names)}}
-        for kind, names in _REQUIRED.items()
-    ]
+    clicks = {"type": "integer", "minimum": 1, "maximum": MAX_CLICKS}
+    read["CLICK"]["num_clicks"] = read["RIGHT_CLICK"]["num_clicks"] = clicks
     nonzero = {"not": {"const": 0}}
-    scroll = {
-        "anyOf": [
-            {"required": ["dx"], "properties": {"dx": nonzero}},
-            {"required": ["dy"], "properties": {"dy": nonzero}},
-        ]
-    }
-    rules.append({"if": {"properties": {"action_type": {"const": "SCROLL"}}}, "then": scroll})
+
+    def given(name: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"required": [name], "properties": {name: {"type": "number", **(extra or {})}}}
+
+    rules: list[dict[str, Any]] = []
+    for kind, fields in read.items():
+        then: dict[str, Any] = {
+            "properties": {name: {"anyOf": [schema, {"type": "null"}]} for name, schema in fields.items()}
+        }
+        if kind in _REQUIRED:
+            then["properties"].update({name: fields[name] for name in _REQUIRED[kind]})
+            then["required"] = list(_REQUIRED[kind])
+        if "x" in fields and kind not in _REQUIRED:  # a click's x and y: both numbers or neither
+            then["allOf"] = [{"if": given(one), "then": given(other)} for one, other in (("x", "y"), ("y", "x"))]
+        if kind == "SCROLL":
+            then["anyOf"] = [given(name, nonzero) for name in ("dx", "dy")]
+        rules.append({"if": {"properties": {"action_type": {"const": kind}}}, "then": then})
     return {
         "type": "object",
         "required": ["action_type"],
-        "properties": properties,
-        "dependentRequired": {"x": ["y"], "y": ["x"]},
+        "properties": {"action_type": {"enum": list(ACTION_TYPES)}},
         "allOf": rules,
     }
