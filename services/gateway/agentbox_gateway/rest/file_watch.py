@@ -91,7 +91,7 @@ def router(planes: Planes) -> APIRouter:
             {"watchers": [_watcher(w) for w in watchers], "count": len(watchers), "max_watchers": watches.max_watchers}
         )
 
-    @api.post("/wait")
+    @api.post("/wait", responses=error_responses(408))
     async def wait(body: WatchWait) -> dict[str, Any]:
         """The first event on ``path`` (of ``event_types``) within ``timeout`` seconds (30); 408 if none."""
         try:

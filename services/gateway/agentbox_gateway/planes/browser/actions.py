@@ -220,27 +220,31 @@ def action_schema() -> dict[str, Any]:
     }
     clicks = {"type": "integer", "minimum": 1, "maximum": MAX_CLICKS}
     read["CLICK"]["num_clicks"] = read["RIGHT_CLICK"]["num_clicks"] = clicks
-    nonzero = {"not": {"const": 0}}
-
-    def given(name: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {"required": [name], "properties": {name: {"type": "number", **(extra or {})}}}
-
-    rules: list[dict[str, Any]] = []
-    for kind, fields in read.items():
-        then: dict[str, Any] = {
-            "properties": {name: {"anyOf": [schema, {"type": "null"}]} for name, schema in fields.items()}
-        }
-        if kind in _REQUIRED:
-            then["properties"].update({name: fields[name] for name in _REQUIRED[kind]})
-            then["required"] = list(_REQUIRED[kind])
-        if "x" in fields and kind not in _REQUIRED:  # a click's x and y: both numbers or neither
-            then["allOf"] = [{"if": given(one), "then": given(other)} for one, other in (("x", "y"), ("y", "x"))]
-        if kind == "SCROLL":
-            then["anyOf"] = [given(name, nonzero) for name in ("dx", "dy")]
-        rules.append({"if": {"properties": {"action_type": {"const": kind}}}, "then": then})
-    return {
-        "type": "object",
-        "required": ["action_type"],
-        "properties": {"action_type": {"enum": list(ACTION_TYPES)}},
-        "allOf": rules,
+    nonzero = {
+        "type": "integer",
+        "anyOf": [{"minimum": 1, "maximum": MAX_SCROLL_NOTCHES}, {"minimum": -MAX_SCROLL_NOTCHES, "maximum": -1}],
     }
+    null = {"type": "null"}
+    variants: list[dict[str, Any]] = []
+    for kind, fields in read.items():
+        required = ["action_type", *_REQUIRED.get(kind, ())]
+        properties: dict[str, Any] = {"action_type": {"const": kind}}
+        properties.update({name: {"anyOf": [schema, null]} for name, schema in fields.items()})
+        properties.update({name: fields[name] for name in _REQUIRED.get(kind, ())})
+        if "x" in fields and kind not in _REQUIRED:  # a click's x and y: both numbers or neither
+            variants.append(
+                {
+                    "type": "object",
+                    "required": [*required, "x", "y"],
+                    "properties": {**properties, "x": point, "y": point},
+                }
+            )
+            properties.update({"x": null, "y": null})
+        if kind == "SCROLL":  # at least one non-zero notch count
+            variants.append(
+                {"type": "object", "required": [*required, "dx"], "properties": {**properties, "dx": nonzero}}
+            )
+            properties["dy"] = nonzero
+            required.append("dy")
+        variants.append({"type": "object", "required": required, "properties": properties})
+    return {"type": "object", "required": ["action_type"], "anyOf": variants}
