@@ -3,7 +3,9 @@ valid and schema-violating data, checked for no 5xx, only documented status code
 documented schemas, schema-violating data refused, and 405s with a true ``Allow`` header.
 
 It runs against a container of its own, never a bare gateway: fuzzed commands, code and file writes stay
-inside that container, which is thrown away afterwards. The run has a fixed time budget (schemathesis'
+inside that container, which is thrown away afterwards. The container runs with the browser (the image's
+default, no DISABLE_BROWSER): the ``/v1/browser/*`` operations reach a live Chromium, and the browser must
+still answer after the run. The run has a fixed time budget (schemathesis'
 ``--max-time``: coverage first, then fuzzing and stateful sequences until the budget is spent) and a
 fixed seed; AGENTBOX_FUZZ_SECONDS and AGENTBOX_FUZZ_SEED change them. The checks and the one
 per-operation exception are in schemathesis.toml beside this file."""
@@ -42,6 +44,8 @@ def fuzz_key() -> str:
 @pytest.fixture(scope="module")
 def fuzz_box(docker_client: docker.DockerClient, agentbox_image: str, fuzz_key: str) -> Iterator[Box]:
     started = start_box(docker_client, agentbox_image, {"AIO_API_KEY": fuzz_key}, published=(8091,))
+    started.wait_state("browser", "RUNNING")
+    started.wait_http(8091, "/v1/browser/info", headers={"Authorization": f"Bearer {fuzz_key}"})
     yield started
     started.remove()
 
@@ -89,3 +93,7 @@ def test_rest_api_passes_a_bounded_schemathesis_run(fuzz_box: Box, fuzz_key: str
     assert cases["generated"] >= MIN_CASES, f"only {cases['generated']} cases ran:\n{output}"
     assert report["operations"]["tested"] == report["operations"]["selected"] > 50, report["operations"]
     assert httpx.get(fuzz_box.url(8091, "/health"), timeout=10).status_code == 200, fuzz_box.logs()
+    browser = httpx.get(
+        fuzz_box.url(8091, "/v1/browser/info"), headers={"Authorization": f"Bearer {fuzz_key}"}, timeout=30
+    )
+    assert browser.status_code == 200, f"the browser no longer answers after the run: {browser.text}"

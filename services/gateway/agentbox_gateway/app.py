@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 import anyio
 import anyio.to_thread
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount, Route
@@ -61,6 +62,17 @@ async def health(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok", "version": __version__})
 
 
+async def http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Errors of the routes outside the REST door (``/static``, ``/vnc`` files) in the same envelope as
+    ``/v1/*``'s, not Starlette's plain text. StaticFiles' 405 names no methods: it serves GET and HEAD."""
+    assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405 and not any(name.lower() == "allow" for name in headers):
+        headers["Allow"] = "GET, HEAD"
+    body = {"success": False, "message": str(exc.detail), "data": None, "hint": None}
+    return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
 def build_app(settings: GatewaySettings) -> Starlette:
     planes = Planes.create(settings)
     registry = ToolRegistry(builtin_tools(planes))
@@ -110,7 +122,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
         *vnc.routes(settings),
         Mount("", app=LazyApp(rest_door)),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
     app.state.settings = settings
     app.state.planes = planes
     app.state.registry = registry

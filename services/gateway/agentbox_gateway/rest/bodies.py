@@ -3,13 +3,25 @@ schema (``1`` for a boolean, ``true`` for a number, ``"5"`` for an integer) is r
 of being coerced into something the caller did not send; and no ``NaN``/``Infinity`` (Python's JSON
 parser reads them, JSON has no such numbers).
 
+One exception to strictness: JSON Schema's ``integer`` is any number with no fractional part, so
+``240.0`` is a valid ``integer`` by the published schema and is read as ``240`` (``240.5`` stays refused).
+
+Strings a plane checks itself (session ids, names, absolute paths) carry the same rule as a ``pattern``
+in the schema (:func:`documented`): the plane's refusal stays the one that protects, and the document
+stops promising that any string will do.
+
 And their size: :class:`BodyLimit` refuses a body over ``AIO_MAX_JSON_BODY_BYTES`` with a 413 envelope
 while it is read (at once when ``Content-Length`` says so, else as the chunks arrive), so a big body is
 never held in memory. Multipart routes (uploads) keep their own limits."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import functools
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, model_validator
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.routing import get_route_path
@@ -19,9 +31,49 @@ from .envelope import RestError, failed
 
 _HINT = "the gateway's AIO_MAX_JSON_BODY_BYTES sets the limit; send files with POST /v1/file/upload (multipart)"
 
+#: The plane's id rules, as JSON Schema patterns (planes/shell/plane.py, planes/code/plane.py).
+SHELL_SESSION_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+CODE_SESSION_ID = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+#: An absolute path (``/...``) or one under the home (``~``, ``~/...``): planes/files/errors.py.
+ABSOLUTE_PATH = r"^(/|~(/|$))[^\x00]*$"
+#: An environment variable name (planes/shell/session.py).
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+#: A hook name (planes/hooks.py).
+HOOK_NAME = r"^[A-Za-z0-9_.-]{1,64}$"
+#: One folder right under the skills directory: no separator or NUL, no dot first, no padding
+#: (planes/context/skills.py).
+SKILL_NAME = r"^[^./\\\s\x00]([^/\\\x00]*[^/\\\s\x00])?$"
+
+
+def documented(pattern: str, **schema: Any) -> dict[str, Any]:
+    """``json_schema_extra`` for a string the plane checks: the rule in the document, not in pydantic."""
+    return {"pattern": pattern, **schema}
+
+
+@functools.cache
+def _integer_fields(model: type[BaseModel]) -> frozenset[str]:
+    """The fields (by name and alias) whose type takes an ``int`` but no ``float``."""
+    names: set[str] = set()
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+        kinds = set(typing.get_args(annotation)) if union else {annotation}
+        if int in kinds and float not in kinds:
+            names.update(n for n in (name, field.alias) if n)
+    return frozenset(names)
+
 
 class StrictBody(BaseModel):
     model_config = ConfigDict(strict=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _integral_numbers(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        fields = _integer_fields(cls)
+        found = {k: int(v) for k, v in data.items() if k in fields and type(v) is float and v.is_integer()}
+        return {**data, **found} if found else data
 
 
 class BodyTooLarge(RestError, HTTPException):

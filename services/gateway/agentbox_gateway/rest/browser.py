@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Body, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from pydantic import ConfigDict
 
 from ..browser_links import browser_info_data
 from ..cdp_proxy import request_public_base
-from ..planes.browser import InvalidAction
+from ..planes.browser import RESOLUTIONS, InvalidAction, action_schema
 from .bodies import StrictBody
 from .envelope import error_responses, ok
 
@@ -25,6 +26,16 @@ if TYPE_CHECKING:
 
 
 class Resolution(StrictBody):
+    """One of the plane's sizes (the schema lists them, the plane refuses any other with 422)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"width": {"const": width}, "height": {"const": height}}}
+                for width, height in sorted(RESOLUTIONS, reverse=True)
+            ]
+        }
+    )
     width: int
     height: int
 
@@ -72,7 +83,7 @@ def router(planes: Planes) -> APIRouter:
             },
         )
 
-    @api.post("/actions")
+    @api.post("/actions", openapi_extra={"requestBody": {"content": {"application/json": {"schema": action_schema()}}}})
     async def browser_action(action: dict[str, Any] = Body(...)) -> dict[str, Any]:  # noqa: B008
         """One GUI action object, e.g. ``{"action_type": "CLICK", "x": 10, "y": 20}``."""
         with _invalid_as_422():

@@ -15,7 +15,7 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from ..planes.code import DEFAULT_TIMEOUT, MAX_TIMEOUT, SESSION_IDLE, Execution, SessionInfo
-from .bodies import StrictBody
+from .bodies import CODE_SESSION_ID, StrictBody, documented
 from .envelope import error_responses, failed, ok
 
 if TYPE_CHECKING:
@@ -29,42 +29,46 @@ _DESCRIPTIONS = {
 }
 
 
+#: The plane's bounds on a run's timeout (seconds), documented; the plane refuses others with 400.
+_TIMEOUT: dict[str, Any] = {"minimum": 1, "maximum": MAX_TIMEOUT, "description": "seconds"}
+
+
 class CodeExecuteRequest(StrictBody):
     language: str = "python"
     code: str
-    timeout: float | None = None
+    timeout: float | None = Field(None, json_schema_extra=_TIMEOUT)
     cwd: str | None = None
     stateful: bool | None = None
-    session_id: str | None = None
+    session_id: str | None = Field(None, json_schema_extra=documented(CODE_SESSION_ID))
 
 
 class JupyterExecuteRequest(StrictBody):
     code: str
-    timeout: float | None = None
+    timeout: float | None = Field(None, json_schema_extra=_TIMEOUT)
     kernel_name: str | None = None
-    session_id: str | None = None
+    session_id: str | None = Field(None, json_schema_extra=documented(CODE_SESSION_ID))
     cwd: str | None = None
 
 
 class JupyterCreateSessionRequest(StrictBody):
-    session_id: str | None = None
+    session_id: str | None = Field(None, json_schema_extra=documented(CODE_SESSION_ID))
     kernel_name: str | None = None
     cwd: str | None = None
 
 
 class NodeJsExecuteRequest(StrictBody):
     code: str
-    timeout: float | None = None
+    timeout: float | None = Field(None, json_schema_extra=_TIMEOUT)
     stdin: str | None = None
     files: dict[str, str | None] | None = None
     stateful: bool | None = None
-    session_id: str | None = None
+    session_id: str | None = Field(None, json_schema_extra=documented(CODE_SESSION_ID))
     cwd: str | None = None
     version: str | None = None
 
 
 class NodeJsCreateSessionRequest(StrictBody):
-    session_id: str | None = None
+    session_id: str | None = Field(None, json_schema_extra=documented(CODE_SESSION_ID))
     cwd: str | None = None
     max_idle_time: float | None = Field(None, gt=0, le=MAX_IDLE_TIME, description="seconds")
 

@@ -15,7 +15,7 @@ from fastapi import APIRouter
 from pydantic import ConfigDict, Field
 
 from ..planes.files import MAX_WAIT_SECONDS, Watcher, WatchEvent, WatchOptions, WatchTimeout
-from .bodies import StrictBody
+from .bodies import ABSOLUTE_PATH, StrictBody, documented
 from .envelope import RestError, error_responses, ok
 
 if TYPE_CHECKING:
@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
 class WatchCreate(StrictBody):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1, description="absolute directory to watch")
+    path: str = Field(
+        min_length=1, description="absolute directory to watch", json_schema_extra=documented(ABSOLUTE_PATH)
+    )
     recursive: bool | None = None
     exclude: list[str] | None = Field(None, description="names or glob patterns to ignore")
     debounce: int | None = Field(None, ge=1, le=10_000, description="milliseconds")
@@ -40,7 +42,9 @@ class WatchPoll(StrictBody):
 
 class WatchWait(StrictBody):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1, description="the exact file to wait on")
+    path: str = Field(
+        min_length=1, description="the exact file to wait on", json_schema_extra=documented(r"^/[^\x00]*$")
+    )
     timeout: int | None = Field(None, ge=1, le=MAX_WAIT_SECONDS)
     event_types: list[Literal["create", "write", "remove", "rename", "chmod"]] | None = None
 
@@ -87,7 +91,7 @@ def router(planes: Planes) -> APIRouter:
             {"watchers": [_watcher(w) for w in watchers], "count": len(watchers), "max_watchers": watches.max_watchers}
         )
 
-    @api.post("/wait")
+    @api.post("/wait", responses=error_responses(408))
     async def wait(body: WatchWait) -> dict[str, Any]:
         """The first event on ``path`` (of ``event_types``) within ``timeout`` seconds (30); 408 if none."""
         try:

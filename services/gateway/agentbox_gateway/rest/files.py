@@ -25,7 +25,7 @@ from starlette.types import Message
 from ..file_fields import action_fields, editor_object, error_fields
 from ..planes.files import FileOperationError, FileResult, GlobQuery, GrepQuery, ListQuery, SavedUpload
 from ..settings import GatewaySettings
-from .bodies import StrictBody
+from .bodies import ABSOLUTE_PATH, StrictBody, documented
 from .envelope import RestError, error_responses, failed, ok
 
 if TYPE_CHECKING:
@@ -291,7 +291,9 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         response_class=FileResponse,
         responses={200: {"content": {"application/octet-stream": {}}}},
     )
-    async def download_file(path: str = Query(..., description="Absolute file path")) -> FileResponse:
+    async def download_file(
+        path: str = Query(..., description="Absolute file path", json_schema_extra=documented(ABSOLUTE_PATH)),
+    ) -> FileResponse:
         """Stream a file (``Range`` requests answer 206, ``ETag``/``Last-Modified`` set)."""
         try:
             target = await files.download_target(path)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Query
 from pydantic import ConfigDict, Field
 
-from ..planes.hooks import DEFAULT_TIMEOUT, MAX_COMMAND_BYTES, MAX_TIMEOUT, Hook
-from .bodies import StrictBody
+from ..planes.hooks import DEFAULT_TIMEOUT, EVENTS, MAX_COMMAND_BYTES, MAX_TIMEOUT, Hook
+from .bodies import HOOK_NAME, StrictBody, documented
 from .envelope import error_responses, ok
 
 if TYPE_CHECKING:
@@ -19,11 +19,11 @@ if TYPE_CHECKING:
 
 class HookRequest(StrictBody):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=64)
+    name: str = Field(min_length=1, max_length=64, json_schema_extra=documented(HOOK_NAME))
     command: str = Field(
         min_length=1, max_length=MAX_COMMAND_BYTES, description=f"at most {MAX_COMMAND_BYTES} bytes of UTF-8"
     )
-    event: str | None = Field(None, description='only "shutdown"')
+    event: str | None = Field(None, description='only "shutdown"', json_schema_extra={"enum": [*sorted(EVENTS), None]})
     timeout: float | None = Field(None, gt=0, le=MAX_TIMEOUT, description="seconds")
     priority: int | None = Field(None, ge=-1000, le=1000, description="lower runs first; equal ones in parallel")
 

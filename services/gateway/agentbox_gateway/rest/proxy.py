@@ -13,29 +13,61 @@ from fastapi.responses import Response
 from pydantic import ConfigDict, Field
 
 from ..planes.proxy import Applied
-from .bodies import StrictBody
+from .bodies import StrictBody, documented
 from .envelope import error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
 
 
+# The proxy plane's rules (planes/proxy/rules.py) as JSON Schema patterns, a little narrower than the
+# plane (IPv6 literals and surrounding spaces, which the plane also takes, are left out).
+_HOST = r"[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*"
+_PORT = r"([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+_PATH = r"(/[^\s\x00-\x1f\x7f\x85]*)?"
+_USER = r"[A-Za-z0-9._~%!$&'()*+,;=-]+(:[A-Za-z0-9._~%!$&'()*+,;=-]*)?@"
+_OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+UPSTREAM = rf"^([hH][tT][tT][pP]://)?({_USER})?{_HOST}:{_PORT}/?$"
+MAPPING_SOURCE = rf"^([hH][tT][tT][pP][sS]?://)?(\*|(\*|\*\.)?{_HOST})(:{_PORT})?{_PATH}$"
+MAPPING_TARGET = rf"^([hH][tT][tT][pP]://)?({_HOST}:)?{_PORT}{_PATH}$"
+EXCLUDE = rf"^((\*\.|\.)?{_HOST}|({_OCTET}\.){{3}}{_OCTET}/([0-9]|[12][0-9]|3[0-2]))$"
+DIAGNOSED_URL = rf"^[hH][tT][tT][pP][sS]?://{_HOST}(:{_PORT})?([/?#][^\s\x00-\x1f\x7f\x85]*)?$"
+
+
 class UpstreamRequest(StrictBody):
     model_config = ConfigDict(extra="forbid")
-    server: str = Field(min_length=1, max_length=2048, description="[http://][user:pass@]host:port")
+    server: str = Field(
+        min_length=1,
+        max_length=2048,
+        description="[http://][user:pass@]host:port",
+        json_schema_extra=documented(UPSTREAM),
+    )
     auth_cmd: str | None = Field(None, max_length=4096, description="a shell command printing user:pass")
 
 
 class MappingRequest(StrictBody):
     model_config = ConfigDict(extra="forbid")
-    source: str = Field(min_length=1, max_length=2048, description="[scheme://]host[:port][/path], * in the host")
-    target: str = Field(min_length=1, max_length=2048, description="[host:]port[/path], host 127.0.0.1")
+    source: str = Field(
+        min_length=1,
+        max_length=2048,
+        description="[scheme://]host[:port][/path], * in the host",
+        json_schema_extra=documented(MAPPING_SOURCE),
+    )
+    target: str = Field(
+        min_length=1,
+        max_length=2048,
+        description="[host:]port[/path], host 127.0.0.1",
+        json_schema_extra=documented(MAPPING_TARGET),
+    )
 
 
 class ExcludeRequest(StrictBody):
     model_config = ConfigDict(extra="forbid")
     pattern: str = Field(
-        min_length=1, max_length=512, description="example.com, *.example.com, .example.com, 10.0.0.0/8"
+        min_length=1,
+        max_length=512,
+        description="example.com, *.example.com, .example.com, 10.0.0.0/8",
+        json_schema_extra=documented(EXCLUDE),
     )
 
 
@@ -115,7 +147,9 @@ def router(planes: Planes) -> APIRouter:
         return _answer(proxy.excludes(), applied)
 
     @api.get("/v1/proxy/diagnose")
-    async def diagnose(url: str = Query(..., min_length=1, max_length=8192)) -> dict[str, Any]:
+    async def diagnose(
+        url: str = Query(..., min_length=1, max_length=8192, json_schema_extra=documented(DIAGNOSED_URL)),
+    ) -> dict[str, Any]:
         """Fetch ``url`` as the settings route it: ``{url, route, matched_mapping, resolved_target,
         target_reachable, status_code, latency_ms, error}``."""
         diagnosis = await proxy.diagnose(url)

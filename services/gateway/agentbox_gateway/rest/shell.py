@@ -20,7 +20,7 @@ from ..cdp_proxy import request_public_base
 from ..planes import Planes
 from ..planes.shell import OUTPUT_LIMIT, CommandRecord, ShellPlane, ShellSession
 from ..security import page_ticket
-from .bodies import StrictBody
+from .bodies import ENV_NAME, SHELL_SESSION_ID, StrictBody, documented
 from .envelope import error_responses, ok
 from .shell_stream import exec_stream, wants_events
 from .terminal import TERMINAL_PREFIX
@@ -73,7 +73,7 @@ class ShellWriteRequest(StrictBody):
 
 
 class ShellCreateSessionRequest(StrictBody):
-    id: str | None = None
+    id: str | None = Field(None, json_schema_extra=documented(SHELL_SESSION_ID))
     exec_dir: str | None = None
     no_change_timeout: int | None = _seconds()
     preserve_symlinks: bool | None = None
@@ -88,7 +88,7 @@ class BashExecRequest(StrictBody):
     command: str
     session_id: str | None = None
     exec_dir: str | None = None
-    env: dict[str, str | None] | None = None
+    env: dict[str, str | None] | None = Field(None, json_schema_extra={"propertyNames": {"pattern": ENV_NAME}})
     async_mode: bool | None = None
     timeout: float | None = _seconds()
     hard_timeout: float | None = _seconds()
@@ -116,7 +116,7 @@ class BashKillRequest(StrictBody):
 
 
 class BashCreateSessionRequest(StrictBody):
-    session_id: str | None = None
+    session_id: str | None = Field(None, json_schema_extra=documented(SHELL_SESSION_ID))
     exec_dir: str | None = None
     snapshot_path: str | None = None
 

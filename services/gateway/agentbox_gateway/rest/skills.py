@@ -8,14 +8,19 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, File, Form, Query, UploadFile
+from fastapi import APIRouter, File, Form, Path, Query, UploadFile
 
 from ..planes.context import skills
 from ..settings import GatewaySettings
+from .bodies import SKILL_NAME, documented
 from .envelope import RestError, error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
+
+
+#: A skill's name in a path: the plane's rule, documented (the plane still refuses with 400).
+_NAME = Path(json_schema_extra=documented(SKILL_NAME))
 
 
 def _metadata(info: skills.SkillInfo) -> dict[str, Any]:
@@ -47,13 +52,13 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         return ok({"skills": [_metadata(info) for info in await skills.skill_metadata(root, wanted)]})
 
     @api.get("/{name}/content")
-    async def content(name: str) -> dict[str, Any]:
+    async def content(name: str = _NAME) -> dict[str, Any]:
         """``{name, path, content}``: SKILL.md without its front matter."""
         info = await skills.skill_content(root, name)
         return ok({key: value for key, value in asdict(info).items() if key != "metadata"})
 
     @api.delete("/{name}")
-    async def delete(name: str) -> dict[str, Any]:
+    async def delete(name: str = _NAME) -> dict[str, Any]:
         """Remove one skill; answers its metadata as it was."""
         return ok(_metadata(await skills.delete_skill(root, name)))
 

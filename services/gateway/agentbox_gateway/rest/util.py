@@ -8,15 +8,25 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from .bodies import StrictBody
+from .bodies import StrictBody, documented
 from .envelope import error_responses, ok
 
 if TYPE_CHECKING:
     from ..planes import Planes
 
 
+#: Printable text with something in it (the converter refuses control characters and lone surrogates),
+#: narrowed to Latin-1's printable characters.
+_PRINTABLE = r"[ -~\u00a1-\u00ac\u00ae-\u00ff]"
+URI = rf"^{_PRINTABLE}*[!-~\u00a1-\u00ac\u00ae-\u00ff]{_PRINTABLE}*$"
+
+
 class ConvertRequest(StrictBody):
-    uri: str = Field(min_length=1, description="a sandbox path, file:// URI or http(s):// URL")
+    uri: str = Field(
+        min_length=1,
+        description="a sandbox path, file:// URI or http(s):// URL",
+        json_schema_extra=documented(URI),
+    )
 
 
 def router(planes: Planes) -> APIRouter:

@@ -7,6 +7,7 @@ from .actions import (
     MAX_TEXT_CHARS,
     MAX_WAIT_SECONDS,
     Action,
+    action_schema,
     parse_action,
 )
 from .errors import BrowserError, BrowserProgramUnavailable, BrowserUnavailable, InvalidAction, PageFailed
@@ -28,6 +29,7 @@ __all__ = [
     "InvalidAction",
     "PageFailed",
     "Screenshot",
+    "action_schema",
     "gateway_base",
     "parse_action",
 ]

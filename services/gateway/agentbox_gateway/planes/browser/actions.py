@@ -190,3 +190,61 @@ def _button(raw: Mapping[str, Any]) -> str:
     if button not in BUTTONS:
         raise InvalidAction(f"button must be one of {', '.join(BUTTONS)}", "button")
     return button
+
+
+def action_schema() -> dict[str, Any]:
+    """The JSON Schema of an action object, as :func:`parse_action` reads it: per ``action_type`` the
+    fields it reads (others are ignored, so any value of theirs is valid) and the ones it needs. Key
+    names are checked against the keyboard's table, which the schema names only in prose."""
+    number: dict[str, Any] = {"type": "number"}
+    point = {**number, "minimum": 0}
+    notches = {"type": "integer", "minimum": -MAX_SCROLL_NOTCHES, "maximum": MAX_SCROLL_NOTCHES}
+    key = {"type": "string", "description": "a key name (Enter, a, F5) or a combination (ctrl+shift+t)"}
+    read: dict[str, dict[str, Any]] = {
+        "MOVE_TO": {"x": point, "y": point},
+        "DRAG_TO": {"x": point, "y": point},
+        "MOVE_REL": {"x_offset": number, "y_offset": number},
+        "DRAG_REL": {"x_offset": number, "y_offset": number},
+        "CLICK": {"x": point, "y": point, "button": {"enum": list(BUTTONS)}},
+        "DOUBLE_CLICK": {"x": point, "y": point},
+        "RIGHT_CLICK": {"x": point, "y": point},
+        "MOUSE_DOWN": {"button": {"enum": list(BUTTONS)}},
+        "MOUSE_UP": {"button": {"enum": list(BUTTONS)}},
+        "SCROLL": {"dx": notches, "dy": notches},
+        "TYPING": {"text": {"type": "string", "maxLength": MAX_TEXT_CHARS}, "use_clipboard": {"type": "boolean"}},
+        "PRESS": {"key": key},
+        "KEY_DOWN": {"key": key},
+        "KEY_UP": {"key": key},
+        "HOTKEY": {"keys": {"type": "array", "items": key, "minItems": 1}},
+        "WAIT": {"duration": {**number, "minimum": 0, "maximum": MAX_WAIT_SECONDS}},
+    }
+    clicks = {"type": "integer", "minimum": 1, "maximum": MAX_CLICKS}
+    read["CLICK"]["num_clicks"] = read["RIGHT_CLICK"]["num_clicks"] = clicks
+    nonzero = {
+        "type": "integer",
+        "anyOf": [{"minimum": 1, "maximum": MAX_SCROLL_NOTCHES}, {"minimum": -MAX_SCROLL_NOTCHES, "maximum": -1}],
+    }
+    null = {"type": "null"}
+    variants: list[dict[str, Any]] = []
+    for kind, fields in read.items():
+        required = ["action_type", *_REQUIRED.get(kind, ())]
+        properties: dict[str, Any] = {"action_type": {"const": kind}}
+        properties.update({name: {"anyOf": [schema, null]} for name, schema in fields.items()})
+        properties.update({name: fields[name] for name in _REQUIRED.get(kind, ())})
+        if "x" in fields and kind not in _REQUIRED:  # a click's x and y: both numbers or neither
+            variants.append(
+                {
+                    "type": "object",
+                    "required": [*required, "x", "y"],
+                    "properties": {**properties, "x": point, "y": point},
+                }
+            )
+            properties.update({"x": null, "y": null})
+        if kind == "SCROLL":  # at least one non-zero notch count
+            variants.append(
+                {"type": "object", "required": [*required, "dx"], "properties": {**properties, "dx": nonzero}}
+            )
+            properties["dy"] = nonzero
+            required.append("dy")
+        variants.append({"type": "object", "required": required, "properties": properties})
+    return {"type": "object", "required": ["action_type"], "anyOf": variants}
