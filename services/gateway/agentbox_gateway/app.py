@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import anyio
 import anyio.to_thread
@@ -29,6 +29,7 @@ from .security import ApiKeyGuard, HostGuard, OriginGuard, PageHeaders
 from .settings import GatewaySettings
 from .tickets import TicketStore
 from .upstreams import UpstreamRouter
+from .upstreams.watch import ListWatch
 
 
 class LazyApp:
@@ -59,7 +60,21 @@ class LazyApp:
 
 
 async def health(request: Request) -> JSONResponse:
+    """Liveness: the gateway answers (cheap; asks nothing else)."""
     return JSONResponse({"status": "ok", "version": __version__})
+
+
+def readiness(upstreams: UpstreamRouter) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """``GET /ready``: 200 once every registered MCP server (the browser program's among them) serves
+    its tools, so a client listing tools after it sees the whole catalogue; 503 naming those that do
+    not yet (or no longer). The healthchecks and the Kubernetes readiness probe ask this."""
+
+    async def ready(request: Request) -> JSONResponse:
+        waiting = await upstreams.waiting()
+        body = {"status": "starting" if waiting else "ready", "version": __version__, "waiting": waiting}
+        return JSONResponse(body, status_code=503 if waiting else 200)
+
+    return ready
 
 
 async def http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -78,7 +93,8 @@ def build_app(settings: GatewaySettings) -> Starlette:
     registry = ToolRegistry(builtin_tools(planes))
     upstreams = UpstreamRouter.from_config(settings)
     running = RunningCalls()  # the door's and the upstream forwarder's calls, for notifications/cancelled
-    mcp_server = build_mcp_server(registry, upstreams, running)
+    watch = ListWatch(upstreams, reserved=registry.names, settled_interval=settings.upstream_list_cache_ttl)
+    mcp_server = build_mcp_server(registry, upstreams, running, watch)
     if not settings.observability.traces:
         untraced(mcp_server)
     mcp_routes = build_mcp_routes(
@@ -90,7 +106,13 @@ def build_app(settings: GatewaySettings) -> Starlette:
         async with mcp_server.session_manager.run():
             await planes.proxy.start()  # before Chromium asks for its PAC file
             try:
-                yield
+                async with anyio.create_task_group() as background:
+                    background.start_soon(watch.run)
+                    try:
+                        yield
+                    finally:
+                        watch.listen.close()  # listen streams end with their result, not cut off
+                        background.cancel_scope.cancel()
             finally:
                 try:
                     await planes.hooks.run("shutdown")  # while every plane still works
@@ -112,6 +134,7 @@ def build_app(settings: GatewaySettings) -> Starlette:
 
     routes = [
         Route("/health", health, methods=["GET"]),
+        Route("/ready", readiness(upstreams), methods=["GET"]),
         *mcp_routes,
         *cdp_proxy.routes(settings),
         *preview_proxy.routes(planes.preview, settings),

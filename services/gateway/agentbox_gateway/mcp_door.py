@@ -27,17 +27,26 @@ from .mcp_streaming import current_output_sink, output_sink
 from .mcp_tools.registry import current_request
 from .settings import MAX_MCP_BODY_BYTES
 from .upstreams import UpstreamCalls, UpstreamRouter
+from .upstreams.watch import ListWatch
 
 INSTRUCTIONS = (
     "agentbox sandbox: a shell, Python and JavaScript interpreters, a file system and a Chromium "
     "browser. All tools share one file system."
 )
 
+#: ``ttlMs`` of ``tools/list`` once every upstream answers, and while one is starting or down.
+SETTLED_TTL_MS = 60_000
+WAITING_TTL_MS = 1_000
+
 
 def build_mcp_server(
-    registry: ToolRegistry, upstreams: UpstreamRouter | None = None, running: RunningCalls | None = None
+    registry: ToolRegistry,
+    upstreams: UpstreamRouter | None = None,
+    running: RunningCalls | None = None,
+    watch: ListWatch | None = None,
 ) -> Server:
-    """``running``: the calls ``notifications/cancelled`` may name (share it with the routes' forwarder)."""
+    """``running``: the calls ``notifications/cancelled`` may name (share it with the routes' forwarder);
+    ``watch``: serves ``subscriptions/listen`` (run its loop in the lifespan)."""
     return build_server(
         "agentbox",
         registry,
@@ -48,6 +57,7 @@ def build_mcp_server(
         log_level=LogLevel(),
         more=UpstreamTools(upstreams, reserved=set(registry.names)) if upstreams is not None else None,
         on_call=count_call,
+        listen=watch.listen if watch is not None else None,
     )
 
 
@@ -76,6 +86,10 @@ class UpstreamTools:
 
     def owns(self, name: str) -> bool:
         return self.upstreams.route(name) is not None
+
+    @property
+    def ttl_ms(self) -> int:
+        return SETTLED_TTL_MS if self.upstreams.settled else WAITING_TTL_MS
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
         return self.upstreams.input_schema(name)

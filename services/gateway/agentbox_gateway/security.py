@@ -24,7 +24,7 @@ from .tickets import CREDENTIAL_SCOPE, TICKET_PARAM, WHOLE_GATEWAY, TicketStore,
 #: Routes anyone may call, even with a key set: AIO's public set, less the docs page (its assets are
 #: served by the gateway, and no path rule skips auth), plus the login form's target, which checks
 #: the key itself.
-PUBLIC_PATHS = frozenset({"/health", "/v1/ping", "/v1/openapi.json", "/login"})
+PUBLIC_PATHS = frozenset({"/health", "/ready", "/v1/ping", "/v1/openapi.json", "/login"})
 #: Scope key set by :class:`ApiKeyGuard` when the caller authenticated in the URL: a function
 #: issuing a ticket, for doors that hand out URLs (see :func:`url_ticket`).
 _TICKET_ISSUER = "agentbox.issue_ticket"

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 
 from agentbox_common.mcp_progress import LogLevel, RunningCalls, cancelled_result
@@ -37,6 +38,12 @@ class MoreTools(Protocol):
 
     def input_schema(self, name: str) -> Mapping[str, Any] | None: ...
 
+    @property
+    def ttl_ms(self) -> int:
+        """How long a client may keep the last list (2026-07-28's ``ttlMs``): short while it may
+        still grow."""
+        ...
+
     async def call_tool(self, ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult | None:
         """The result, or ``None`` when the name is not (or no longer) one of these tools."""
         ...
@@ -54,15 +61,18 @@ def build_server(
     log_level: LogLevel | None = None,
     more: MoreTools | None = None,
     on_call: OnCall | None = None,
+    listen: ListenHandler | None = None,
 ) -> Server:
     """``running``: calls ``notifications/cancelled`` may stop (answered :func:`cancelled_result`);
-    ``log_level``: ``logging/setLevel`` is served (declaring the ``logging`` capability)."""
+    ``log_level``: ``logging/setLevel`` is served (declaring the ``logging`` capability);
+    ``listen``: ``subscriptions/listen`` is served (2026-07-28 clients are told ``listChanged``)."""
 
     async def list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         tools = registry.tools()
-        if more is not None:
-            tools.extend(await more.list_tools())
-        return types.ListToolsResult(tools=tools)
+        if more is None:
+            return types.ListToolsResult(tools=tools)
+        tools.extend(await more.list_tools())
+        return types.ListToolsResult(tools=tools, ttl_ms=more.ttl_ms)
 
     async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         started = time.perf_counter()
@@ -114,6 +124,7 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=input_schema,
+        on_subscriptions_listen=listen,
     )
     if running is not None:
         running.install(server)

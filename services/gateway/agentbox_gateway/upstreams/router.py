@@ -9,13 +9,18 @@ An upstream's list is reused for ``list_cache_ttl`` seconds, so ``tools/list`` c
 many upstreams are registered, but only while the upstream is still reachable (a held idle
 connection, free to check, that its exit closes): a killed upstream is absent from the very next
 ``tools/list``, as the seed says. A call to it that fails (unreachable, a JSON-RPC error, an invalid
-result) drops its cached list, and the next ``tools/list`` asks it again."""
+result) drops its cached list, and the next ``tools/list`` asks it again.
+
+Start-up and changes are told, not guessed: :meth:`UpstreamRouter.waiting` names the upstreams not
+serving their tools (the gateway's readiness answer), and every listing that publishes another set of
+names than the one before tells the ``on_change`` listeners (``notifications/tools/list_changed``)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
 from mcp import types
@@ -84,6 +89,9 @@ class UpstreamRouter:
         #: "" while an upstream answers, else the reason it does not; logged when it changes.
         self._state: dict[str, str] = {}
         self._noted: set[tuple[str, str]] = set()
+        #: The names the last listing published (None before the first), to see the list change.
+        self._published: frozenset[str] | None = None
+        self._on_change: list[Callable[[], Awaitable[None]]] = []
 
     def __bool__(self) -> bool:
         """Whether any upstream is registered."""
@@ -188,7 +196,26 @@ class UpstreamRouter:
                     taken.add(tool.name)
                     routes[tool.name] = Route(client, raw["name"], tool.input_schema)
         self._routes = routes
+        previous, self._published = self._published, frozenset(routes)
+        if previous is not None and previous != self._published:
+            for listener in self._on_change:
+                await listener()
         return tools
+
+    def on_change(self, listener: Callable[[], Awaitable[None]]) -> None:
+        """Await ``listener`` whenever a listing publishes another set of tool names than the last."""
+        self._on_change.append(listener)
+
+    @property
+    def settled(self) -> bool:
+        """Whether every upstream answered its last ``tools/list`` (none is starting, down or slow)."""
+        return all(not self._state.get(client.name, "starting") for client in self._clients)
+
+    async def waiting(self) -> list[str]:
+        """The upstreams not serving their tools right now, in registration order. Each is asked as
+        ``tools/list`` asks it (a fresh list is reused), so this costs what a listing costs."""
+        await asyncio.gather(*(self._fetch(client) for client in self._clients))
+        return [client.name for client in self._clients if self._state.get(client.name, "starting")]
 
     def health(self) -> dict[str, bool]:
         """Whether each upstream answered when last asked (only those asked since start-up)."""

@@ -1,0 +1,124 @@
+"""Start-up that tells the truth: ``/ready`` is green only when every registered MCP server serves its
+tools, ``tools/list`` tells 2026-07-28 clients how long its answer holds, and a client listening with
+``subscriptions/listen`` hears when an upstream's tools arrive and when they go away. ``/health`` stays
+the cheap liveness answer."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from mcp.client import Client
+from mcp.client.subscriptions import ToolsListChanged
+
+from agentbox_gateway.app import build_app
+from agentbox_gateway.settings import GatewaySettings
+from tests.gateway.test_aggregation_fakes import upstream_process
+from tests.support.jsonrpc import MODERN_META
+from tests.support.servers import free_port, serve_app
+
+KEY = "k" * 32
+
+
+@pytest.fixture
+def late_port() -> int:
+    """The port of an upstream registered before it starts (as the browser program is)."""
+    return free_port()
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, late_port: int) -> Iterator[str]:
+    settings = replace(
+        GatewaySettings.from_env({}),
+        skills_path=tmp_path,
+        mcp_servers={"late": {"url": f"http://127.0.0.1:{late_port}/mcp", "prefix": "late"}},
+        upstream_list_cache_ttl=1.0,
+    )
+    with serve_app(build_app(settings)) as url:
+        yield url
+
+
+def test_ready_waits_for_every_upstream_while_health_does_not(gateway: str, late_port: int) -> None:
+    with httpx.Client(base_url=gateway, timeout=10) as http:
+        assert http.get("/health").status_code == 200
+        starting = http.get("/ready")
+        assert starting.status_code == 503
+        assert starting.json()["status"] == "starting" and starting.json()["waiting"] == ["late"]
+        with upstream_process(late_port, "late", ["hello", "world"]):
+            ready = http.get("/ready")
+            assert ready.status_code == 200, ready.text
+            assert ready.json()["status"] == "ready" and ready.json()["waiting"] == []
+            listed = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).json()
+            assert {"late_hello", "late_world"} <= {t["name"] for t in listed["result"]["tools"]}
+        gone = http.get("/ready")
+        assert gone.status_code == 503 and gone.json()["waiting"] == ["late"]
+
+
+def test_no_call_after_ready_sees_fewer_tools_than_the_final_list(gateway: str, late_port: int) -> None:
+    """The issue's start-up rule, on the gateway: poll ``/ready`` and ``tools/list`` together while
+    the upstream starts; once ``/ready`` said ok, every list is the whole one."""
+    seen: list[tuple[bool, int]] = []
+    with httpx.Client(base_url=gateway, timeout=10) as http, upstream_process(late_port, "late", ["a", "b", "c"]):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and sum(ok for ok, _ in seen) < 5:
+            ok = http.get("/ready").status_code == 200
+            listed = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).json()
+            seen.append((ok, len(listed["result"]["tools"])))
+    final = seen[-1][1]
+    assert seen and seen[-1][0], seen
+    assert all(count == final for ok, count in seen[next(i for i, (ok, _) in enumerate(seen) if ok) :]), seen
+
+
+def test_ready_is_public_with_a_key(tmp_path: Path) -> None:
+    settings = replace(GatewaySettings.from_env({}), skills_path=tmp_path, api_key=KEY)
+    with serve_app(build_app(settings)) as url:
+        answer = httpx.get(f"{url}/ready", timeout=10)
+        assert answer.status_code == 200 and answer.json()["waiting"] == []
+        assert httpx.get(f"{url}/v1/sandbox", timeout=10).status_code == 401
+
+
+def modern_list(http: httpx.Client) -> dict[str, object]:
+    params = {"_meta": MODERN_META}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
+    answer = http.post("/mcp", headers=headers, json=body)
+    assert answer.status_code == 200, answer.text
+    result: dict[str, object] = answer.json()["result"]
+    return result
+
+
+def test_the_list_says_how_long_it_holds(gateway: str, late_port: int) -> None:
+    with httpx.Client(base_url=gateway, timeout=10) as http:
+        assert modern_list(http)["ttlMs"] == 1_000  # an upstream is still starting: ask again soon
+        with upstream_process(late_port, "late", ["hello"]):
+            assert modern_list(http)["ttlMs"] == 60_000
+
+
+@pytest.mark.anyio
+async def test_a_listening_client_hears_an_upstream_arrive_and_go(gateway: str, late_port: int) -> None:
+    async with Client(f"{gateway}/mcp") as client:
+        assert client.server_capabilities.tools is not None and client.server_capabilities.tools.list_changed
+        before = {t.name for t in (await client.list_tools()).tools}
+        assert "late_hello" not in before
+        async with client.listen(tools_list_changed=True) as subscription:
+            events = aiter(subscription)
+            with upstream_process(late_port, "late", ["hello"]):
+                with anyio.fail_after(10):
+                    assert isinstance(await anext(events), ToolsListChanged)
+                assert "late_hello" in {t.name for t in (await client.list_tools()).tools}
+            with anyio.fail_after(10):
+                assert isinstance(await anext(events), ToolsListChanged)
+            assert "late_hello" not in {t.name for t in (await client.list_tools()).tools}
+
+
+@pytest.mark.anyio
+async def test_a_handshake_era_client_is_not_promised_notifications_it_cannot_get(gateway: str) -> None:
+    """The gateway is stateless: a 2025-era client has no stream to receive them on."""
+    async with Client(f"{gateway}/mcp", mode="legacy") as client:
+        tools = client.server_capabilities.tools
+        assert tools is not None and not tools.list_changed
