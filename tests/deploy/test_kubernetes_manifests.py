@@ -126,9 +126,9 @@ def test_template_runs_hardened(name: str) -> None:
     for kind in ("requests", "limits"):
         assert set(box["resources"][kind]) == {"cpu", "memory"}
     ports = {port["name"]: port["containerPort"] for port in box["ports"]}
-    for probe in ("readinessProbe", "livenessProbe"):
-        get = box[probe]["httpGet"]
-        assert (get["path"], ports.get(get["port"], get["port"])) == ("/health", 8091)
+    live = box["livenessProbe"]["httpGet"]
+    assert (live["path"], ports.get(live["port"], live["port"])) == ("/health", 8091)
+    assert box["readinessProbe"]["exec"]["command"] == ["/usr/local/bin/agentbox-ready"]
     assert "# runtimeClassName: gvisor" in (DEPLOY / TEMPLATE_FILES[name]).read_text()  # the knob, shown
 
 
