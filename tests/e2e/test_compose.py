@@ -3,6 +3,7 @@ Debian's docker-compose 1.29), and `up` serves the gateway and MCP mode on 127.0
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -108,3 +109,55 @@ def test_compose_up_serves_health_and_mcp_mode(docker_client: docker.DockerClien
         assert all(b[0]["HostIp"] == "127.0.0.1" for b in bindings.values()), bindings
     finally:
         compose("-p", project, "-f", "compose.yaml", "down", "-v", "--remove-orphans", env=env)
+
+
+def scripts_up(*args: str, env: dict[str, str], timeout: float = 1500) -> subprocess.CompletedProcess[str]:
+    """The README's first command, ``scripts/up``, as a newcomer runs it (none of our variables set)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(PREFIXES)}
+    return subprocess.run(
+        [str(REPO / "scripts" / "up"), *args],
+        cwd=REPO,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_scripts_up_says_what_to_do_when_the_image_cannot_build(docker_client: docker.DockerClient) -> None:
+    project = unique("agentboxe2e").replace("-", "")
+    env = {"BASE_IMAGE": f"agentbox-missing-base:{project}", "COMPOSE_PROJECT_NAME": project}
+    env["AGENTBOX_IMAGE"] = f"agentbox-e2e-unbuilt:{project}"
+    try:
+        done = scripts_up("-d", env=env, timeout=300)
+        assert done.returncode != 0, done.stdout[-2000:]
+        assert "images/build-base.sh" in done.stderr and "BASE_IMAGE=" in done.stderr, done.stderr[-2000:]
+        assert not docker_client.containers.list(all=True, filters={"label": f"com.docker.compose.project={project}"})
+    finally:
+        compose("-p", project, "-f", "compose.yaml", "down", "-v", "--remove-orphans", env=env)
+
+
+def test_scripts_up_runs_the_stack_from_a_clone(docker_client: docker.DockerClient, agentbox_image: str) -> None:
+    """With nothing set: on a machine that reaches no registry (CI) it builds the local Debian base
+    (or reuses it) and the image, then serves; ``/ready`` answers once every program serves its tools."""
+    project = unique("agentboxe2e").replace("-", "")
+    ports = {"AGENTBOX_GATEWAY_PORT": free_port(), "AGENTBOX_API_PORT": free_port(), "AGENTBOX_MCP_PORT": free_port()}
+    tag = f"agentbox-e2e-up:{project}"
+    env = {"COMPOSE_PROJECT_NAME": project, "AGENTBOX_IMAGE": tag, **{k: str(v) for k, v in ports.items()}}
+    try:
+        done = scripts_up("-d", env=env)
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
+        ready = f"http://127.0.0.1:{ports['AGENTBOX_GATEWAY_PORT']}/ready"
+        deadline = time.monotonic() + 90
+        status = 0
+        while time.monotonic() < deadline and status != 200:
+            try:
+                status = httpx.get(ready, timeout=5).status_code
+            except httpx.HTTPError:
+                status = 0
+            time.sleep(0.5)
+        assert status == 200, compose("-p", project, "logs").stdout[-3000:]
+    finally:
+        compose("-p", project, "-f", "compose.yaml", "down", "-v", "--remove-orphans", env=env)
+        with contextlib.suppress(docker.errors.ImageNotFound, docker.errors.APIError):
+            docker_client.images.remove(tag)
