@@ -3,10 +3,11 @@
     python bench/bench_image.py [--image agentbox:latest] [--runs 5]
 
 For each of ``--runs`` cold starts (a new container each time, ports published on 127.0.0.1 only) it
-measures the time from `docker run` to the gateway's /health answering 200 and to the first
-browser_navigate that succeeds; after the last start it lets the container settle and reads its memory
-like `docker stats` does (usage minus inactive page cache), and does the same once with
-``DISABLE_BROWSER=true``. Interleaved with those starts, the floor: the same image running only
+measures the time from `docker run` to the gateway's /health answering 200, to /ready answering 200,
+to the first tools/list holding every tool (the count it holds once /ready said ok, asked side by side
+with /ready from /health on) and to the first browser_navigate that succeeds; after the last start it
+lets the container settle and reads its memory like `docker stats` does (usage minus inactive page
+cache), and does the same once with ``DISABLE_BROWSER=true``. Interleaved with those starts, the floor: the same image running only
 ``python3 -m http.server`` on the gateway's port, so Docker's own cost of creating, networking and
 starting a container (most of a second on a small machine) is printed beside agentbox's. Results go to
 bench/results/image.json and are printed beside the previous run's figures when that file exists.
@@ -32,6 +33,9 @@ LABELS = {
     "image_size_mib": "image size (MiB)",
     "floor_ready_s": "floor: docker run -> http.server answers (s, median)",
     "api_ready_s": "docker run -> /health 200 (s, median)",
+    "ready_s": "docker run -> /ready 200 (s, median)",
+    "all_tools_s": "docker run -> tools/list has every tool (s, median)",
+    "listed_after_ready": "listings after /ready with fewer tools (all runs)",
     "browser_ready_s": "docker run -> first browser_navigate (s, median)",
     "idle_memory_mib": "idle memory, whole container (MiB)",
     "idle_memory_no_browser_mib": "idle memory, DISABLE_BROWSER=true (MiB)",
@@ -61,6 +65,35 @@ def wait_health(client: httpx.Client, base: str, started: float) -> float:
             pass
         time.sleep(POLL)
     raise TimeoutError("/health never answered")
+
+
+def wait_all_tools(client: httpx.Client, base: str, started: float) -> dict[str, float]:
+    """Ask /ready and tools/list side by side until a second after /ready first said ok: when each
+    came, and how many listings after it had fewer tools than the final list (the promise: none)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    samples: list[tuple[float, bool, int]] = []
+    ready_at: float | None = None
+    while time.monotonic() - started < TIMEOUT and (ready_at is None or time.monotonic() - ready_at < 1):
+        try:
+            ready = client.get(f"{base}/ready", timeout=5).status_code == 200
+            tools = len(client.post(f"{base}/mcp", json=body, timeout=30).json()["result"]["tools"])
+        except (httpx.HTTPError, ValueError, KeyError):
+            time.sleep(POLL)
+            continue
+        now = time.monotonic()
+        samples.append((now - started, ready, tools))
+        if ready and ready_at is None:
+            ready_at = now
+        time.sleep(POLL)
+    if ready_at is None:
+        raise TimeoutError("/ready never answered 200")
+    final = samples[-1][2]
+    first_ready = next(i for i, sample in enumerate(samples) if sample[1])
+    return {
+        "ready_s": samples[first_ready][0],
+        "all_tools_s": next(t for t, _, tools in samples if tools == final),
+        "listed_after_ready": sum(tools < final for _, _, tools in samples[first_ready:]),
+    }
 
 
 def wait_navigate(client: httpx.Client, base: str, started: float) -> float:
@@ -119,6 +152,7 @@ def cold_start(
         base = f"http://127.0.0.1:{host_port(container, 8091)}"
         with httpx.Client() as client:
             figures = {"api_ready_s": wait_health(client, base, started)}
+            figures.update(wait_all_tools(client, base, started))
             if not environment:
                 figures["browser_ready_s"] = wait_navigate(client, base, started)
         if settle is not None:
@@ -144,11 +178,16 @@ def measure(image: str, runs: int, settle: float) -> dict[str, Any]:
         "image_size_mib": round(size, 1),
         "floor_ready_s": round(statistics.median(floors), 3),
         "api_ready_s": round(statistics.median(s["api_ready_s"] for s in starts), 3),
+        "ready_s": round(statistics.median(s["ready_s"] for s in starts), 3),
+        "all_tools_s": round(statistics.median(s["all_tools_s"] for s in starts), 3),
+        "listed_after_ready": int(sum(s["listed_after_ready"] for s in starts)),
         "browser_ready_s": round(statistics.median(s["browser_ready_s"] for s in starts), 3),
         "idle_memory_mib": round(starts[-1]["idle_memory_mib"], 1),
         "idle_memory_no_browser_mib": round(no_browser["idle_memory_mib"], 1),
         "floor_ready_all_s": [round(f, 3) for f in floors],
         "api_ready_all_s": [round(s["api_ready_s"], 3) for s in starts],
+        "ready_all_s": [round(s["ready_s"], 3) for s in starts],
+        "all_tools_all_s": [round(s["all_tools_s"], 3) for s in starts],
         "browser_ready_all_s": [round(s["browser_ready_s"], 3) for s in starts],
     }
 
