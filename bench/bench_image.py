@@ -7,8 +7,8 @@ measures the time from `docker run` to the gateway's /health answering 200, to /
 to the first tools/list holding every tool (the count it holds once /ready said ok, asked side by side
 with /ready from /health on) and to the first browser_navigate that succeeds; after the last start it
 lets the container settle and reads its memory like `docker stats` does (usage minus inactive page
-cache), and does the same once with ``DISABLE_BROWSER=true``. Interleaved with those starts, the floor: the same image running only
-``python3 -m http.server`` on the gateway's port, so Docker's own cost of creating, networking and
+cache), and does the same once with ``DISABLE_BROWSER=true``. Interleaved with those starts, the
+floor: the same image running only ``python3 -m http.server`` on the gateway's port, so Docker's own cost of creating, networking and
 starting a container (most of a second on a small machine) is printed beside agentbox's. Results go to
 bench/results/image.json and are printed beside the previous run's figures when that file exists.
 """
