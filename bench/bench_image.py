@@ -3,14 +3,15 @@
     python bench/bench_image.py [--image agentbox:latest] [--runs 5]
 
 For each of ``--runs`` cold starts (a new container each time, ports published on 127.0.0.1 only) it
-measures the time from `docker run` to the gateway's /health answering 200, to /ready answering 200,
-to the first tools/list holding every tool (the count it holds once /ready said ok, asked side by side
-with /ready from /health on) and to the first browser_navigate that succeeds; after the last start it
-lets the container settle and reads its memory like `docker stats` does (usage minus inactive page
-cache), and does the same once with ``DISABLE_BROWSER=true``. Interleaved with those starts, the
-floor: the same image running only ``python3 -m http.server`` on the gateway's port, so Docker's own cost of creating, networking and
-starting a container (most of a second on a small machine) is printed beside agentbox's. Results go to
-bench/results/image.json and are printed beside the previous run's figures when that file exists.
+measures the time from `docker run` to the gateway's /health answering 200, to /ready answering 200, to
+the first tools/list holding every tool (the count it holds once /ready said ok, asked side by side with
+/ready from /health on) and to the first browser_navigate that succeeds; after the last start it lets
+the container settle and reads its memory like `docker stats` does (usage minus inactive page cache),
+and does the same once with ``DISABLE_BROWSER=true``. Interleaved with those starts, the floor: the same
+image running only ``python3 -m http.server`` on the gateway's port, so Docker's own cost of creating,
+networking and starting a container (most of a second on a small machine) is printed beside agentbox's.
+Results go to bench/results/image.json and are printed beside the previous run's figures when that file
+exists.
 """
 
 from __future__ import annotations
