@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from tests.support.servers import console_script, free_port
+from tests.support.strict_schema import NotStrict, closed_objects, ensure_strict_json_schema
 
 from .helpers import StandIn, mcp_client, mcp_post, serve_settings, sse_json, tool_text
 
@@ -88,6 +89,22 @@ def test_tool_input_schemas_are_strict_and_never_nullable(make_settings) -> None
         assert schema["additionalProperties"] is False, tool["name"]
         assert _nullable(schema) == [], tool["name"]
         assert all("default" not in schema["properties"][name] for name in schema.get("required", []))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_every_tool_schema_passes_the_agents_sdk_strict_conversion(make_settings, mode: str) -> None:
+    """Issue 28: ``run_prompt``'s free-form ``json_schema`` object made the OpenAI Agents SDK fall
+    back to a non-strict tool; every published input schema now converts."""
+    with serve_settings(make_settings()) as base:
+        async with mcp_client(f"{base}/mcp", mode=mode) as client:
+            tools = (await client.list_tools()).tools
+    assert [tool.name for tool in tools] == TOOLS
+    for tool in tools:
+        strict = ensure_strict_json_schema(tool.input_schema)
+        assert closed_objects(strict), tool.name
+    with pytest.raises(NotStrict, match="additionalProperties"):  # the check refuses what it should
+        ensure_strict_json_schema({"type": "object", "properties": {"s": {"type": "object", "additionalProperties": True}}})
 
 
 @pytest.mark.anyio
