@@ -1,16 +1,18 @@
 """The level of ``notifications/message`` is each client's own (issue 28): with two official SDK
 clients on one MCP-mode server, the one that asked for debug gets the agent's events (its stderr
 included) and the one that never asked gets none, in both protocol eras; a ``logging/setLevel``
-sent outside a session changes nothing for anyone."""
+sent outside a session changes nothing for anyone. The session is only a label: a handshake
+client that goes away mid-run still stops its agent, as before."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
-from .helpers import mcp_client, mcp_post, serve_settings, sse_json
+from .helpers import MCP_HEADERS, StandIn, mcp_client, mcp_post, serve_settings, sse_json, wait_gone
 
 pytestmark = pytest.mark.anyio
 
@@ -82,3 +84,32 @@ async def test_set_level_outside_a_session_changes_nothing(make_settings) -> Non
             outcome = await client.call_tool("run_prompt", {"prompt": FAILING})
         assert outcome.is_error
     assert quiet.messages == []
+
+
+async def test_a_session_client_that_disconnects_still_stops_its_agent(make_settings, stand_in: StandIn) -> None:
+    """The ``Mcp-Session-Id`` from ``initialize`` labels the client; the server stays stateless, so
+    closing a call's stream still cancels it (an SDK session would keep the agent running)."""
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    call = {"name": "run_prompt", "arguments": {"prompt": "CHILD\nSLEEP 30"}}
+    with serve_settings(make_settings()) as base:
+        url = f"{base}/mcp"
+        async with httpx.AsyncClient(timeout=30) as http:
+            opened = await http.post(
+                url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}, headers=MCP_HEADERS
+            )
+            session = opened.headers["mcp-session-id"]
+            assert len(session) == 32
+            headers = {**MCP_HEADERS, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+            body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+            async with http.stream("POST", url, json=body, headers=headers) as response:
+                assert response.status_code == 200
+                (started,) = await anyio.to_thread.run_sync(stand_in.wait_for_calls, 1)
+        await anyio.to_thread.run_sync(wait_gone, [started["pid"], started["child"]])
+        again = await run_once(url)
+    assert again == "free again"
+
+
+async def run_once(url: str) -> str:
+    async with mcp_client(url, mode="legacy") as client:
+        outcome = await client.call_tool("run_prompt", {"prompt": "ANSWER free again"})
+    return outcome.content[0].text

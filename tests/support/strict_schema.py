@@ -42,9 +42,7 @@ def _strict(node: Any, path: tuple[str, ...], root: dict[str, Any]) -> dict[str,
     properties = node.get("properties")
     if isinstance(properties, dict):
         node["required"] = list(properties)
-        node["properties"] = {
-            key: _strict(sub, (*path, "properties", key), root) for key, sub in properties.items()
-        }
+        node["properties"] = {key: _strict(sub, (*path, "properties", key), root) for key, sub in properties.items()}
     items = node.get("items")
     if isinstance(items, dict):
         node["items"] = _strict(items, (*path, "items"), root)

@@ -56,16 +56,16 @@ class LogLevel:
     """The least level of the ``notifications/message`` a server sends, kept per client: none are
     ever sent to a client that did not ask, so answers stay as they were for clients that never did.
 
-    * Handshake era: ``logging/setLevel`` sets it for the caller's session (the ``Mcp-Session-Id``
-      the request carries, which the SDK has matched to a live session). A request without a
-      session is its own one-request session: its ``setLevel`` has nothing to apply to later.
+    * Handshake era: ``logging/setLevel`` sets it for the caller's session, the ``Mcp-Session-Id``
+      the request carries (a stateless server that hands out ids keeps the level by it). A request
+      without one is a one-request client: its ``setLevel`` has nothing to apply to later.
     * 2026-07-28: ``logging/setLevel`` is gone; each request carries its own level in ``_meta``
       (``io.modelcontextprotocol/logLevel``), and only that request's messages follow it.
 
     Registering its handler is what declares the ``logging`` capability."""
 
     def __init__(self, max_sessions: int = 10_000) -> None:
-        #: Level per session id, oldest first (ids are random, never reused: the oldest go first).
+        #: Level per session id, least recently set first (the first to go past ``max_sessions``).
         self._levels: OrderedDict[str, types.LoggingLevel] = OrderedDict()
         self._max_sessions = max_sessions
 

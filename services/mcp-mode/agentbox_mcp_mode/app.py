@@ -43,7 +43,7 @@ def build_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with endpoint.run():
+        async with endpoint.session_manager.run():
             yield
 
     app = Starlette(

@@ -5,18 +5,18 @@
 * ``app`` — an ASGI app that answers MCP at whatever path it is routed from (it ignores the
   path), behind the token check. Route it at ``/`` and ``/mcp`` (standalone) or ``/mcp`` and
   ``/mcp/`` (API mode) with explicit routes, not a Mount, so neither spelling redirects.
-* ``run()`` — the host app must enter ``async with endpoint.run():`` in its lifespan (once per
-  endpoint): it runs both SDK session managers.
+* ``session_manager`` — the SDK's session manager; the host app must enter
+  ``async with endpoint.session_manager.run():`` in its lifespan (once per endpoint).
 * ``tools`` — the tool implementation, sharing the ``locks`` object passed in, so API mode's
   ``/run`` and OpenAI endpoint keep out of the same workspaces as ``run_prompt``.
 
-Transport: the official SDK's low-level ``Server``, answering in SSE framing
+Transport: the official SDK's low-level ``Server``, stateless, answering in SSE framing
 (``json_response=False``) like aicodebox does — which is also what makes the SDK cancel a tool
-handler when its client disconnects, killing the agent's process group. Requests are stateless
-(2026-07-28, and one-shot requests without a session), except that a handshake-era client that
-sends ``initialize`` gets a session (``Mcp-Session-Id``, :class:`SessionSplitter`), so what it
-sets with ``logging/setLevel`` applies to its own calls only. DNS-rebinding protection is on with
-the configured host and origin lists (421 bad Host, 403 bad Origin).
+handler when its client disconnects, killing the agent's process group (an SDK session would keep
+it running). What a handshake-era client sets for itself (``logging/setLevel``) is kept by a
+session id all the same: the answer to ``initialize`` carries a fresh random ``Mcp-Session-Id``
+(:class:`SessionIds`), which the client then sends with every request. DNS-rebinding protection
+is on with the configured host and origin lists (421 bad Host, 403 bad Origin).
 
 Auth (:class:`McpTokenGuard`): with ``AICODEBOX_MCP_MODE_TOKEN`` set, a request needs
 ``Authorization: Bearer <token>`` or a raw ``apiToken=<token>`` query part; otherwise 401
@@ -32,7 +32,8 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import json
-from collections.abc import AsyncIterator, Iterator
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentbox_common.asgi import BEARER_CHALLENGE, bearer_token, refuse, replay_body
 from agentbox_common.keys import key_matches
@@ -58,7 +59,7 @@ from .settings import McpModeSettings
 
 #: Largest request body accepted (write_file content travels in it).
 MAX_BODY_BYTES = 32 * 1024 * 1024
-#: Largest body :class:`SessionSplitter` reads to see whether it is an ``initialize``.
+#: Largest body :class:`SessionIds` reads to see whether it is an ``initialize``.
 MAX_INITIALIZE_BYTES = 64 * 1024
 
 INSTRUCTIONS = (
@@ -139,34 +140,33 @@ class DefaultAccept:
         await self.app(scope, receive, send)
 
 
-class SessionSplitter:
-    """Requests that open a session (a handshake-era ``initialize``) or name one
-    (``Mcp-Session-Id``) go to the stateful manager, everything else (2026-07-28 requests, one-shot
-    requests without a session) to the stateless one, untouched. Only a ``POST`` without a session
+class SessionIds:
+    """Give a handshake-era ``initialize`` answer a fresh ``Mcp-Session-Id`` (128 random bits), so
+    the client names itself on every later request and what it sets stays its own. The server stays
+    stateless: the id only labels the client (an unknown one is a client with nothing set yet), and
+    a ``DELETE`` of it is refused with 405 as the spec allows. Only a ``POST`` without a session id
     and with a ``Content-Length`` up to :data:`MAX_INITIALIZE_BYTES` is read to tell."""
 
-    def __init__(self, stateless: ASGIApp, sessions: ASGIApp) -> None:
-        self.stateless = stateless
-        self.sessions = sessions
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.stateless(scope, receive, send)
-            return
         headers = Headers(scope=scope)
-        if MCP_SESSION_ID_HEADER in headers:
-            await self.sessions(scope, receive, send)
-            return
         length = headers.get("content-length", "")
-        if scope["method"] != "POST" or not length.isdigit() or int(length) > MAX_INITIALIZE_BYTES:
-            await self.stateless(scope, receive, send)
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or MCP_SESSION_ID_HEADER in headers
+            or not length.isdigit()
+            or int(length) > MAX_INITIALIZE_BYTES
+        ):
+            await self.app(scope, receive, send)
             return
         try:
             body = await Request(scope, receive).body()
         except ClientDisconnect:
             return
-        target = self.sessions if _is_initialize(body) else self.stateless
-        await target(scope, replay_body(body, receive), send)
+        await self.app(scope, replay_body(body, receive), _with_session_id(send) if _is_initialize(body) else send)
 
 
 def _is_initialize(body: bytes) -> bool:
@@ -179,35 +179,39 @@ def _is_initialize(body: bytes) -> bool:
     return isinstance(message, dict) and message.get("method") == "initialize"
 
 
+def _with_session_id(send: Send) -> Send:
+    session_id = uuid.uuid4().hex.encode()
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start" and message["status"] == 200:
+            headers = [*message.get("headers", []), (MCP_SESSION_ID_HEADER.encode(), session_id)]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return sending
+
+
 @dataclass(frozen=True)
 class McpEndpoint:
     app: ASGIApp
-    #: Stateless requests, and the sessions of handshake-era clients that ``initialize``.
     session_manager: StreamableHTTPSessionManager
-    sessions: StreamableHTTPSessionManager
     server: Server
     tools: McpTools
-
-    @contextlib.asynccontextmanager
-    async def run(self) -> AsyncIterator[None]:
-        async with self.session_manager.run(), self.sessions.run():
-            yield
 
 
 def build_mcp_asgi(settings: McpModeSettings, locks: WorkspaceLocks, adapter: Adapter) -> McpEndpoint:
     tools = McpTools(settings, locks, adapter)
     server = build_mcp_server(tools)
-    transport: dict[str, Any] = {
-        "json_response": False,
-        "security_settings": TransportSecuritySettings(
+    session_manager = StreamableHTTPSessionManager(
+        app=server,
+        json_response=False,
+        stateless=True,
+        security_settings=TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=list(settings.allowed_hosts),
             allowed_origins=list(settings.allowed_origins),
         ),
-        "max_request_body_size": MAX_BODY_BYTES,
-    }
-    session_manager = StreamableHTTPSessionManager(app=server, stateless=True, **transport)
-    sessions = StreamableHTTPSessionManager(app=server, stateless=False, **transport)
-    splitter = SessionSplitter(session_manager.handle_request, sessions.handle_request)
-    app = McpTokenGuard(DefaultAccept(splitter), settings.token)
-    return McpEndpoint(app=app, session_manager=session_manager, sessions=sessions, server=server, tools=tools)
+        max_request_body_size=MAX_BODY_BYTES,
+    )
+    app = McpTokenGuard(DefaultAccept(SessionIds(session_manager.handle_request)), settings.token)
+    return McpEndpoint(app=app, session_manager=session_manager, server=server, tools=tools)

@@ -45,7 +45,7 @@ def build_api_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             if endpoint is not None:
-                await stack.enter_async_context(endpoint.run())
+                await stack.enter_async_context(endpoint.session_manager.run())
             stack.push_async_callback(registry.aclose)
             yield
 
