@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp.server import Server, ServerRequestContext
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.streamable_http import MCP_PROTOCOL_VERSION_HEADER, MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
@@ -145,7 +145,8 @@ class SessionIds:
     the client names itself on every later request and what it sets stays its own. The server stays
     stateless: the id only labels the client (an unknown one is a client with nothing set yet), and
     a ``DELETE`` of it is refused with 405 as the spec allows. Only a ``POST`` without a session id
-    and with a ``Content-Length`` up to :data:`MAX_INITIALIZE_BYTES` is read to tell."""
+    or protocol version header and with a ``Content-Length`` up to :data:`MAX_INITIALIZE_BYTES` is
+    read to tell (2026-07-28 requests always carry the version: they pass untouched)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -157,6 +158,7 @@ class SessionIds:
             scope["type"] != "http"
             or scope["method"] != "POST"
             or MCP_SESSION_ID_HEADER in headers
+            or MCP_PROTOCOL_VERSION_HEADER in headers  # never on an initialize: a later or 2026-07-28 request
             or not length.isdigit()
             or int(length) > MAX_INITIALIZE_BYTES
         ):

@@ -8,8 +8,8 @@ the file's text is sent once, as content only, and a file over 16 MiB is refused
 are strict (``additionalProperties: false``, no free-form objects, so strict converters such as the
 OpenAI Agents SDK's take every tool); an optional argument is one that is not required,
 and an explicit ``null`` for it counts as not given. ``run_prompt``'s ``json_schema`` is therefore
-published as a JSON string; an object is still taken, as older clients send it. Failures are ``isError`` results
-whose text names the cause; bad input changes nothing. ``run_prompt`` goes through the run service
+published as a JSON string; an object is still taken, as older clients send it. Failures are
+``isError`` results whose text names the cause; bad input changes nothing. ``run_prompt`` goes through the run service
 (:mod:`.run_service`, shared with API mode, cron and Telegram), which takes the per-workspace lock
 without waiting: a busy workspace is refused before any agent starts. File
 operations (:mod:`.workspace_files`, race-free under the root) run in worker threads so a run, a
