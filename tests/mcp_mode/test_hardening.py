@@ -99,10 +99,16 @@ async def test_every_tool_schema_passes_the_agents_sdk_strict_conversion(make_se
     with serve_settings(make_settings()) as base:
         async with mcp_client(f"{base}/mcp", mode=mode) as client:
             tools = (await client.list_tools()).tools
-    assert [tool.name for tool in tools] == TOOLS
-    for tool in tools:
-        strict = ensure_strict_json_schema(tool.input_schema)
-        assert closed_objects(strict), tool.name
+            assert [tool.name for tool in tools] == TOOLS
+            for tool in tools:
+                strict = ensure_strict_json_schema(tool.input_schema)
+                assert closed_objects(strict), tool.name
+            # strict mode makes every argument required: a model fills the optional ones with their defaults
+            run_prompt = tools[0].input_schema["properties"]
+            every = {name: spec["default"] for name, spec in run_prompt.items() if "default" in spec}
+            assert set(every) == set(run_prompt) - {"prompt"}
+            outcome = await client.call_tool("run_prompt", {**every, "prompt": "ANSWER all given"})
+            assert not outcome.is_error and tool_text(outcome) == "all given", tool_text(outcome)
     with pytest.raises(NotStrict, match="additionalProperties"):  # the check refuses what it should
         free = {"type": "object", "additionalProperties": True}
         ensure_strict_json_schema({"type": "object", "properties": {"s": free}})
