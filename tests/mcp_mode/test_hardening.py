@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from tests.support.servers import console_script, free_port
+from tests.support.strict_schema import NotStrict, closed_objects, ensure_strict_json_schema
 
 from .helpers import StandIn, mcp_client, mcp_post, serve_settings, sse_json, tool_text
 
@@ -88,6 +89,29 @@ def test_tool_input_schemas_are_strict_and_never_nullable(make_settings) -> None
         assert schema["additionalProperties"] is False, tool["name"]
         assert _nullable(schema) == [], tool["name"]
         assert all("default" not in schema["properties"][name] for name in schema.get("required", []))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_every_tool_schema_passes_the_agents_sdk_strict_conversion(make_settings, mode: str) -> None:
+    """Issue 28: ``run_prompt``'s free-form ``json_schema`` object made the OpenAI Agents SDK fall
+    back to a non-strict tool; every published input schema now converts."""
+    with serve_settings(make_settings()) as base:
+        async with mcp_client(f"{base}/mcp", mode=mode) as client:
+            tools = (await client.list_tools()).tools
+            assert [tool.name for tool in tools] == TOOLS
+            for tool in tools:
+                strict = ensure_strict_json_schema(tool.input_schema)
+                assert closed_objects(strict), tool.name
+            # strict mode makes every argument required: a model fills the optional ones with their defaults
+            run_prompt = tools[0].input_schema["properties"]
+            every = {name: spec["default"] for name, spec in run_prompt.items() if "default" in spec}
+            assert set(every) == set(run_prompt) - {"prompt"}
+            outcome = await client.call_tool("run_prompt", {**every, "prompt": "ANSWER all given"})
+            assert not outcome.is_error and tool_text(outcome) == "all given", tool_text(outcome)
+    with pytest.raises(NotStrict, match="additionalProperties"):  # the check refuses what it should
+        free = {"type": "object", "additionalProperties": True}
+        ensure_strict_json_schema({"type": "object", "properties": {"s": free}})
 
 
 @pytest.mark.anyio

@@ -95,6 +95,32 @@ async def test_claude_json_schema_flag(make_settings, stand_in: StandIn) -> None
     assert call["argv"] == [*FIXED_CLAUDE, "--json-schema", json.dumps(SCHEMA, separators=(",", ":"))]
 
 
+async def test_json_schema_as_a_json_string(make_settings, stand_in: StandIn, workspace: Path) -> None:
+    """Issue 28: the published ``json_schema`` is a JSON string (what strict clients send); the
+    answer is as structured as with an object, an empty string means no schema, and a string that
+    is not a JSON object is refused before any agent starts."""
+    with serve_settings(make_settings()) as base:
+        url = f"{base}/mcp"
+        outcome = await run(url, prompt='ANSWER {"answer": 42}', json_schema=json.dumps(SCHEMA))
+        assert not outcome.is_error, tool_text(outcome)
+        assert json.loads(tool_text(outcome)) == {"answer": 42}
+        assert outcome.structured_content["json"] == {"answer": 42}
+        free = await run(url, prompt="ANSWER free text", json_schema="")
+        assert tool_text(free) == "free text" and "json" not in free.structured_content
+        (structured, unstructured) = stand_in.calls()
+        assert structured["argv"] == [*FIXED_CLAUDE, "--json-schema", json.dumps(SCHEMA, separators=(",", ":"))]
+        assert unstructured["argv"] == FIXED_CLAUDE
+        for bad, message in [
+            ("{not json", "json_schema is not valid JSON: "),
+            ("[1, 2]", "json_schema must be a JSON object (a JSON Schema)"),
+            ('{"type": "nonsense"}', "json_schema is not a valid JSON Schema"),
+        ]:
+            refused = await run(url, prompt="hello", json_schema=bad, workspace="never-made")
+            assert refused.is_error and tool_text(refused).startswith(message), tool_text(refused)
+    assert len(stand_in.calls()) == 2
+    assert not (workspace / "never-made").exists()
+
+
 async def test_codex_argument_mapping(make_settings, stand_in: StandIn, workspace: Path) -> None:
     system = 'Say "hi" \\ then\nstop = [x]'
     with serve_settings(make_settings(AICODEBOX_ADAPTER="codex")) as base:

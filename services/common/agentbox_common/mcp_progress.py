@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
 import anyio
 from mcp import types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+from mcp_types import LOG_LEVEL_META_KEY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 logger = logging.getLogger(__name__)
 
@@ -49,16 +53,31 @@ def progress_reporter(ctx: ServerRequestContext[Any, Any]) -> ProgressReporter |
 
 
 class LogLevel:
-    """The least level of the ``notifications/message`` a server sends, set by ``logging/setLevel``
-    (stateless servers keep one level for all clients); none are sent before a client sets one, so
-    answers stay as they were for clients that never asked. Registering its handler is what
-    declares the ``logging`` capability."""
+    """The least level of the ``notifications/message`` a server sends, kept per client: none are
+    ever sent to a client that did not ask, so answers stay as they were for clients that never did.
 
-    def __init__(self, level: types.LoggingLevel | None = None) -> None:
-        self.level = level
+    * Handshake era: ``logging/setLevel`` sets it for the caller's session, the ``Mcp-Session-Id``
+      the request carries (a stateless server that hands out ids keeps the level by it). A request
+      without one is a one-request client: its ``setLevel`` has nothing to apply to later.
+    * 2026-07-28: ``logging/setLevel`` is gone; each request carries its own level in ``_meta``
+      (``io.modelcontextprotocol/logLevel``), and only that request's messages follow it.
 
-    def allows(self, level: types.LoggingLevel) -> bool:
-        return self.level is not None and LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.level)
+    Registering its handler is what declares the ``logging`` capability."""
+
+    def __init__(self, max_sessions: int = 10_000) -> None:
+        #: Level per session id, least recently set first (the first to go past ``max_sessions``).
+        self._levels: OrderedDict[str, types.LoggingLevel] = OrderedDict()
+        self._max_sessions = max_sessions
+
+    def allows(self, ctx: ServerRequestContext[Any, Any], level: types.LoggingLevel) -> bool:
+        """Whether this call's client asked for messages at ``level``."""
+        asked: Any
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            asked = (ctx.meta or {}).get(LOG_LEVEL_META_KEY)
+        else:
+            session = _session_id(ctx)
+            asked = self._levels.get(session) if session else None
+        return asked in LOG_LEVELS and LOG_LEVELS.index(level) >= LOG_LEVELS.index(asked)
 
     def install(self, server: Server) -> None:
         server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self._set_level)
@@ -66,8 +85,20 @@ class LogLevel:
     async def _set_level(
         self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        self.level = params.level
+        session = _session_id(ctx)
+        if session:
+            self._levels[session] = params.level
+            self._levels.move_to_end(session)
+            while len(self._levels) > self._max_sessions:
+                self._levels.popitem(last=False)
         return types.EmptyResult()
+
+
+def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The caller's ``Mcp-Session-Id`` (``None`` for a request outside a session)."""
+    request = ctx.request
+    headers = getattr(request, "headers", None)
+    return headers.get(MCP_SESSION_ID_HEADER) if headers is not None else None
 
 
 class RunningCalls:

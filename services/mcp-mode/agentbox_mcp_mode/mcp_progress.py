@@ -1,6 +1,6 @@
 """``run_prompt`` while the agent works: its answer as it is written, as ``notifications/progress``
 (when the call carries a progress token), and its other events (session, usage, the end) as
-``notifications/message`` at or above the ``logging/setLevel`` level."""
+``notifications/message`` at or above the level this call's client asked for (none if it did not)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class AgentProgress:
                 await self._progress(event.text)
             return
         level: LoggingLevel = "warning" if event.type == "stop" and event.exit_code else "info"
-        if not self._log_level.allows(level):
+        if not self._log_level.allows(self._ctx, level):
             return
         data: dict[str, Any] = {"event": event.type}
         if event.session_id:

@@ -12,7 +12,10 @@
 
 Transport: the official SDK's low-level ``Server``, stateless, answering in SSE framing
 (``json_response=False``) like aicodebox does — which is also what makes the SDK cancel a tool
-handler when its client disconnects, killing the agent's process group. DNS-rebinding protection
+handler when its client disconnects, killing the agent's process group (an SDK session would keep
+it running). What a handshake-era client sets for itself (``logging/setLevel``) is kept by a
+session id all the same: the answer to ``initialize`` carries a fresh random ``Mcp-Session-Id``
+(:class:`SessionIds`), which the client then sends with every request. DNS-rebinding protection
 is on with the configured host and origin lists (421 bad Host, 403 bad Origin).
 
 Auth (:class:`McpTokenGuard`): with ``AICODEBOX_MCP_MODE_TOKEN`` set, a request needs
@@ -28,16 +31,21 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import json
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from mcp.server import Server, ServerRequestContext
+from mcp.server.streamable_http import MCP_PROTOCOL_VERSION_HEADER, MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.datastructures import Headers
+from starlette.requests import ClientDisconnect, Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agentbox_common.asgi import BEARER_CHALLENGE, bearer_token, refuse
+from agentbox_common.asgi import BEARER_CHALLENGE, bearer_token, refuse, replay_body
 from agentbox_common.keys import key_matches
 from agentbox_common.mcp_progress import LogLevel
 from agentbox_common.mcp_tools import build_server
@@ -51,6 +59,8 @@ from .settings import McpModeSettings
 
 #: Largest request body accepted (write_file content travels in it).
 MAX_BODY_BYTES = 32 * 1024 * 1024
+#: Largest body :class:`SessionIds` reads to see whether it is an ``initialize``.
+MAX_INITIALIZE_BYTES = 64 * 1024
 
 INSTRUCTIONS = (
     "aicodebox MCP mode: run_prompt hands a task to a coding agent working in the workspace; "
@@ -130,6 +140,59 @@ class DefaultAccept:
         await self.app(scope, receive, send)
 
 
+class SessionIds:
+    """Give a handshake-era ``initialize`` answer a fresh ``Mcp-Session-Id`` (128 random bits), so
+    the client names itself on every later request and what it sets stays its own. The server stays
+    stateless: the id only labels the client (an unknown one is a client with nothing set yet), and
+    a ``DELETE`` of it is refused with 405 as the spec allows. Only a ``POST`` without a session id
+    or protocol version header and with a ``Content-Length`` up to :data:`MAX_INITIALIZE_BYTES` is
+    read to tell (2026-07-28 requests always carry the version: they pass untouched)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        length = headers.get("content-length", "")
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or MCP_SESSION_ID_HEADER in headers
+            or MCP_PROTOCOL_VERSION_HEADER in headers  # never on an initialize: a later or 2026-07-28 request
+            or not length.isdigit()
+            or int(length) > MAX_INITIALIZE_BYTES
+        ):
+            await self.app(scope, receive, send)
+            return
+        try:
+            body = await Request(scope, receive).body()
+        except ClientDisconnect:
+            return
+        await self.app(scope, replay_body(body, receive), _with_session_id(send) if _is_initialize(body) else send)
+
+
+def _is_initialize(body: bytes) -> bool:
+    if b"initialize" not in body:
+        return False
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(message, dict) and message.get("method") == "initialize"
+
+
+def _with_session_id(send: Send) -> Send:
+    session_id = uuid.uuid4().hex.encode()
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start" and message["status"] == 200:
+            headers = [*message.get("headers", []), (MCP_SESSION_ID_HEADER.encode(), session_id)]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return sending
+
+
 @dataclass(frozen=True)
 class McpEndpoint:
     app: ASGIApp
@@ -152,5 +215,5 @@ def build_mcp_asgi(settings: McpModeSettings, locks: WorkspaceLocks, adapter: Ad
         ),
         max_request_body_size=MAX_BODY_BYTES,
     )
-    app = McpTokenGuard(DefaultAccept(session_manager.handle_request), settings.token)
+    app = McpTokenGuard(DefaultAccept(SessionIds(session_manager.handle_request)), settings.token)
     return McpEndpoint(app=app, session_manager=session_manager, server=server, tools=tools)

@@ -5,9 +5,11 @@ Every result carries text content and, as FastMCP-based aicodebox does, structur
 ``result`` key holding the same text; ``run_prompt`` adds ``session_id``, ``exit_code`` and
 ``attempts`` (and ``json`` with a schema) so a client can resume. ``read_file`` is the exception:
 the file's text is sent once, as content only, and a file over 16 MiB is refused. Input schemas
-are strict (``additionalProperties: false``); an optional argument is one that is not required,
-and an explicit ``null`` for it counts as not given. Failures are ``isError`` results
-whose text names the cause; bad input changes nothing. ``run_prompt`` goes through the run service
+are strict (``additionalProperties: false``, no free-form objects, so strict converters such as the
+OpenAI Agents SDK's take every tool); an optional argument is one that is not required,
+and an explicit ``null`` for it counts as not given. ``run_prompt``'s ``json_schema`` is therefore
+published as a JSON string; an object is still taken, as older clients send it. Failures are
+``isError`` results whose text names the cause; bad input changes nothing. ``run_prompt`` goes through the run service
 (:mod:`.run_service`, shared with API mode, cron and Telegram), which takes the per-workspace lock
 without waiting: a busy workspace is refused before any agent starts. File
 operations (:mod:`.workspace_files`, race-free under the root) run in worker threads so a run, a
@@ -65,8 +67,9 @@ TOOL_DEFINITIONS: list[types.Tool] = [
             "Run the coding agent on a prompt in the workspace (or a subdirectory of it) and return its "
             "final answer. A new session by default; set no_continue=false to continue the workspace's "
             "latest session or resume=<session_id> to continue a given one. With json_schema the answer "
-            "is validated (and retried in fresh sessions) and returned as JSON. Only one run per "
-            "workspace at a time: a busy workspace is an error."
+            "is validated (and retried in fresh sessions) and returned as JSON; give the schema as a JSON "
+            'string, e.g. json_schema=\'{"type": "object", "properties": {"answer": {"type": "integer"}}}\'. '
+            "Only one run per workspace at a time: a busy workspace is an error."
         ),
         input_schema={
             "type": "object",
@@ -96,9 +99,12 @@ TOOL_DEFINITIONS: list[types.Tool] = [
                 "resume": {"type": "string", "default": "", "description": "A session id to continue"},
                 "thinking": {"type": "string", "default": "", "description": "Reasoning effort level"},
                 "json_schema": {
-                    "type": "object",
-                    "additionalProperties": True,
-                    "description": "JSON Schema the answer must match (omit for a free-text answer)",
+                    "type": "string",
+                    "default": "",
+                    "description": (
+                        "JSON Schema the answer must match, as a JSON string (an object is accepted too); "
+                        "empty for a free-text answer"
+                    ),
                 },
             },
             "required": ["prompt"],
@@ -151,6 +157,28 @@ TOOL_DEFINITIONS: list[types.Tool] = [
 ]
 
 
+#: What run_prompt takes besides what it publishes: ``json_schema`` as an object too (older clients).
+RUN_PROMPT_ACCEPTS: dict[str, Any] = {
+    **TOOL_DEFINITIONS[0].input_schema,
+    "properties": {**TOOL_DEFINITIONS[0].input_schema["properties"], "json_schema": {"type": ["string", "object"]}},
+}
+
+
+def parse_json_schema(value: str | dict[str, Any] | None) -> dict[str, Any] | None:
+    """``run_prompt``'s ``json_schema`` as a schema object (``None``: none given, or an empty string)."""
+    if not isinstance(value, str):
+        return value
+    if not value.strip():
+        return None
+    try:
+        schema = json.loads(value)
+    except ValueError as exc:
+        raise ToolError(f"json_schema is not valid JSON: {exc}") from None
+    if not isinstance(schema, dict):
+        raise ToolError("json_schema must be a JSON object (a JSON Schema)")
+    return schema
+
+
 class McpTools:
     """The tools bound to one workspace root, lock registry and adapter."""
 
@@ -172,6 +200,7 @@ class McpTools:
                     tool.input_schema,
                     handlers[tool.name],
                     tool.output_schema,
+                    RUN_PROMPT_ACCEPTS if tool.name == "run_prompt" else None,
                 )
                 for tool in TOOL_DEFINITIONS
             ),
@@ -193,7 +222,7 @@ class McpTools:
             no_continue=args.get("no_continue", True),
             resume=args.get("resume", ""),
             thinking=args.get("thinking", ""),
-            json_schema=args.get("json_schema"),
+            json_schema=parse_json_schema(args.get("json_schema")),
         )
         request = await self.runs.prepare(spec)
         outcome = await self.runs.execute(request, current_agent_events.get())

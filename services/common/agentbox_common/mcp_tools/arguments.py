@@ -5,7 +5,7 @@ server here.
 Schemas say "optional" by leaving a field out of ``required``, never with a ``null`` type, which
 strict clients (OpenAI's, Gemini's) refuse. Models still often send every field, unused ones as
 null: a null is taken as an omitted field, also in the nested objects a schema describes (but not
-in a free-form object such as ``run_prompt``'s ``json_schema``, whose nulls are data)."""
+in a free-form object such as an object ``run_prompt`` takes as ``json_schema``, whose nulls are data)."""
 
 from __future__ import annotations
 

@@ -38,6 +38,9 @@ class ToolSpec(Generic[H]):
     input_schema: dict[str, Any]
     handler: H
     output_schema: dict[str, Any] | None = None
+    #: What the arguments are checked against when it is wider than ``input_schema``: a tool can
+    #: publish a schema strict clients accept and still take what older clients send.
+    accepts: dict[str, Any] | None = None
 
     def to_tool(self) -> types.Tool:
         return types.Tool(
@@ -59,7 +62,7 @@ class ToolRegistry:
                 raise ValueError(f"duplicate tool {spec.name}")
             self._specs[spec.name] = spec
         self._tools = [spec.to_tool() for spec in self._specs.values()]
-        self._checks = {name: ArgumentCheck(spec.input_schema) for name, spec in self._specs.items()}
+        self._checks = {name: ArgumentCheck(spec.accepts or spec.input_schema) for name, spec in self._specs.items()}
         self._error_result = error_result
 
     def __contains__(self, name: object) -> bool:
