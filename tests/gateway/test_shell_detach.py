@@ -59,9 +59,7 @@ def wait_for(condition: object, timeout: float = 15.0) -> bool:
     return False
 
 
-def test_a_detached_app_survives_cleanup_all_sessions_and_a_session_app_does_not(
-    url: str, client: Sandbox
-) -> None:
+def test_a_detached_app_survives_cleanup_all_sessions_and_a_session_app_does_not(url: str, client: Sandbox) -> None:
     rest_port, mcp_port, session_port = free_port(), free_port(), free_port()
     pids: list[int] = []
     try:
@@ -113,7 +111,9 @@ def test_detach_refuses_timeouts_and_starts_nothing(url: str) -> None:
     assert result["isError"] is True and "detach" in tool_text(result)
     empty = httpx.post(f"{url}/v1/shell/exec", headers=AUTH, json={"command": "  ", "detach": True})
     assert empty.status_code == 400 and "empty" in empty.json()["message"]
-    missing = httpx.post(f"{url}/v1/shell/exec", headers=AUTH, json={"command": "true", "detach": True, "exec_dir": "/nope"})
+    missing = httpx.post(
+        f"{url}/v1/shell/exec", headers=AUTH, json={"command": "true", "detach": True, "exec_dir": "/nope"}
+    )
     assert missing.status_code == 400 and "/nope" in missing.json()["message"]
     time.sleep(1)
     assert not answers(port)

@@ -85,8 +85,10 @@ def tools(planes: Planes) -> list[ToolSpec]:
     async def detach(args: dict[str, Any]) -> types.CallToolResult:
         clashing = [name for name in ("timeout", "new_session") if args.get(name)]
         if clashing:
-            raise InvalidRequest(f"{' and '.join(clashing)} cannot be combined with detach: a detached app runs "
-                                 "outside every session and is never timed out")
+            raise InvalidRequest(
+                f"{' and '.join(clashing)} cannot be combined with detach: a detached app runs "
+                "outside every session and is never timed out"
+            )
         app = await shell.detach(args["cmd"], cwd=args.get("cwd") or None, session_id=args.get("session_id") or None)
         return json_result(
             {"cwd": app.cwd, "detached": True, "log_file": app.log_file, "pid": app.pid, "status": "running"}

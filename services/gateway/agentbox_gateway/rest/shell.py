@@ -237,7 +237,9 @@ def router(planes: Planes) -> APIRouter:
     async def detach(body: ShellExecRequest) -> dict[str, Any]:
         clashing = [name for name in ("hard_timeout", "no_change_timeout", "timeout") if getattr(body, name)]
         if clashing:
-            raise InvalidRequest(f"{', '.join(clashing)} cannot be combined with detach: a detached app is never waited for or timed out")
+            raise InvalidRequest(
+                f"{', '.join(clashing)} cannot be combined with detach: a detached app is never waited for or timed out"
+            )
         app = await shell.detach(body.command, cwd=body.exec_dir, session_id=body.id)
         return ok(
             {
