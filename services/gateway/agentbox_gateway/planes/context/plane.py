@@ -32,7 +32,7 @@ from ..languages import Language
 from ..preview import PreviewHosts, preview_links
 from .capabilities import BrowserStatus, Capabilities, CapabilityReport
 from .errors import ContextError, RuntimeUnavailable
-from .ports import app_ports, listening_ports
+from .ports import app_ports, listeners, listening_ports
 from .skills import load_skill
 
 #: How long runtime/tool probes stay fresh (seconds).
@@ -257,7 +257,8 @@ class ContextPlane:
         runtimes, utils = await self._runtimes_and_utils()
 
         def volatile() -> tuple[list[str], list[int], str, str | None]:
-            return listening_ports(), app_ports(self.settings.own_ports()), _timezone(), _workspace()
+            found = listeners()
+            return listening_ports(found), app_ports(found, self.settings.own_ports()), _timezone(), _workspace()
 
         ports, apps, timezone, workspace = await anyio.to_thread.run_sync(volatile)
         return SandboxContext(

@@ -44,9 +44,9 @@ def listeners() -> list[Listener]:
     return found
 
 
-def listening_ports() -> list[str]:
+def listening_ports(found: Collection[Listener]) -> list[str]:
     """Every port something listens on, as sorted strings (AIO's ``occupied_ports``)."""
-    return [str(port) for port in sorted({listener.port for listener in listeners()})]
+    return [str(port) for port in sorted({listener.port for listener in found})]
 
 
 def socket_holders(inodes: Collection[int]) -> dict[int, set[int]]:
@@ -90,9 +90,9 @@ def supervised_programs() -> set[int]:
     return {proc.pid for proc in live_processes() if proc.ppid == parent}
 
 
-def app_ports(own_ports: Collection[int]) -> list[int]:
-    """The listening ports that are apps, sorted (see the module docstring)."""
-    candidates = [listener for listener in listeners() if listener.port not in own_ports]
+def app_ports(found: Collection[Listener], own_ports: Collection[int]) -> list[int]:
+    """The ports of ``found`` that are apps, sorted (see the module docstring)."""
+    candidates = [listener for listener in found if listener.port not in own_ports]
     holders = socket_holders({listener.inode for listener in candidates})
     sandbox_own = supervised_programs() | {os.getpid()}
     hidden = {
