@@ -117,7 +117,7 @@ def test_context_lists_the_app_with_its_preview_url(box: Box, app: int, auth: di
     # The sandbox's own services (issue 28, item 6): the gateway, VNC, MCP mode, the browser program,
     # Chromium's DevTools, the browser proxy are listening but are no apps.
     own = {8091, 5900, 8081, 8100, 9222, 18093}
-    assert {8091, 8081, 8100, 18093} <= {int(port) for port in info["occupied_ports"]}
+    assert {8091, 8081, 18093} <= {int(port) for port in info["occupied_ports"]}  # the browser starts on demand
     assert not own & set(links), own & set(links)
     rest = httpx.get(box.url(8091, "/v1/sandbox"), headers=auth).json()["detail"]["system"]["previews"]
     assert {entry["port"]: entry["url"] for entry in rest}[app] == links[app]
