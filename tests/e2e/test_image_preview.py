@@ -114,7 +114,11 @@ def test_context_lists_the_app_with_its_preview_url(box: Box, app: int, auth: di
     info = tool_json(call_tool(box.url(8091, "/mcp"), "sandbox_get_context", headers=auth))
     links = {entry["port"]: entry["url"] for entry in info["previews"]}
     assert links[app] == box.url(8091, f"/proxy/{app}/")
-    assert 8091 not in links
+    # The sandbox's own services (issue 28, item 6): the gateway, VNC, MCP mode, the browser program,
+    # Chromium's DevTools, the browser proxy are listening but are no apps.
+    own = {8091, 5900, 8081, 8100, 9222, 18093}
+    assert {8091, 8081, 18093} <= {int(port) for port in info["occupied_ports"]}  # the browser starts on demand
+    assert not own & set(links), own & set(links)
     rest = httpx.get(box.url(8091, "/v1/sandbox"), headers=auth).json()["detail"]["system"]["previews"]
     assert {entry["port"]: entry["url"] for entry in rest}[app] == links[app]
 
@@ -133,3 +137,26 @@ def test_200_mib_download_streams_without_growing_the_gateway(box: Box, app: int
     assert received == size
     assert (after["VmHWM"] - before["VmHWM"]) / 1024 < 24, (before, after)
     assert (after["VmRSS"] - before["VmRSS"]) / 1024 < 24, (before, after)
+
+
+def test_a_detached_app_outlives_the_cleanup_of_all_sessions(box: Box, app: int, auth: dict[str, str]) -> None:
+    """Last in this module: it cleans up every session, so the ``app`` fixture's server dies (issue 28,
+    item 12: an app started in a session dies with it, one started detached keeps serving)."""
+    url, detached = box.url(8091, "/mcp"), APP_PORT + 1
+    serve = {"cmd": f"exec python3 /tmp/preview/app.py --port {detached}", "detach": True}
+    started = tool_json(call_tool(url, "sandbox_execute_bash", serve, headers=auth))
+    assert started["detached"] is True and started["pid"] > 0, started
+    deadline = time.monotonic() + 10
+    while httpx.get(box.url(8091, f"/proxy/{detached}/ready"), headers=auth).status_code != 200:
+        assert time.monotonic() < deadline, "the detached app did not start"
+        time.sleep(0.2)
+
+    httpx.delete(box.url(8091, "/v1/shell/sessions"), headers=auth).raise_for_status()
+    deadline = time.monotonic() + 10
+    while httpx.get(box.url(8091, f"/proxy/{app}/ready"), headers=auth).status_code != 502:
+        assert time.monotonic() < deadline, "the session's app outlived its session"
+        time.sleep(0.2)
+    assert httpx.get(box.url(8091, f"/proxy/{detached}/ready"), headers=auth).status_code == 200
+    info = tool_json(call_tool(url, "sandbox_get_context", headers=auth))
+    ports = {entry["port"] for entry in info["previews"]}
+    assert detached in ports and app not in ports

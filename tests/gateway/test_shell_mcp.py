@@ -47,6 +47,7 @@ async def test_the_tool_is_published_first_with_its_schema(mcp_url: str) -> None
         "new_session": "boolean",
         "timeout": "integer",
         "session_id": "string",
+        "detach": "boolean",  # agentbox's own (issue 28, item 12)
     }
 
 

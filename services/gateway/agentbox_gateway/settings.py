@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from agentbox_common.keys import read_key_file
 from agentbox_common.observability import ObservabilitySettings
@@ -40,6 +41,14 @@ DEFAULT_CODE_MEMORY_LIMIT_MB = 4096
 
 def _url(name: str, raw: str) -> str:
     return raw.rstrip("/")
+
+
+def _port_of(url: str) -> int:
+    """The port an ``http://host:port`` setting names (0: none, or not a number)."""
+    try:
+        return urlsplit(url).port or 0
+    except ValueError:
+        return 0
 
 
 _HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?")
@@ -133,6 +142,13 @@ class GatewaySettings:
     vnc_address: str = setting("127.0.0.1:5900", env="AIO_VNC_ADDRESS")
     #: The noVNC client's files (Debian's ``novnc`` package).
     novnc_dir: Path = setting(Path("/usr/share/novnc"), env="AIO_NOVNC_DIR", parse=path)
+
+    def own_ports(self) -> frozenset[int]:
+        """The sandbox's own ports, never offered as previews of apps: the gateway's, its browser
+        proxy's, the browser program's, Chromium's DevTools and the VNC server's."""
+        ports = {self.port, self.browser_proxy_port, _port_of(self.browser_url), _port_of(self.cdp_url)}
+        ports.add(_port_of(f"tcp://{self.vnc_address}"))
+        return frozenset(port for port in ports if port)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> GatewaySettings:

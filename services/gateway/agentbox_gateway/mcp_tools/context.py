@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 CONTEXT_DESCRIPTION = (
     "Get the sandbox's environment: version, home directory, user, OS, timezone, occupied ports, "
     "runtimes (Python, Node.js) with versions and paths, available command-line tools, the workspace, and "
-    "previews: for each listening port (an app you started), preview_url, the link a person opens in a "
+    "previews: for each port an app you started listens on (the sandbox's own services left out), "
+    "preview_url, the link a person opens in a "
     "browser (the app on an origin of its own; with a key set the person opens it from the dashboard, or "
     "POST /tickets/preview gives a signed link), and url/absproxy_url, the /proxy/{port}/ and "
     "/absproxy/{port}/ forms for programs (in a browser they run sandboxed). "

@@ -220,19 +220,14 @@ class PreviewHosts:
         return None
 
 
-def preview_links(
-    ports: Iterable[str], base: str, own_port: int, hosts: PreviewHosts | None = None
-) -> list[dict[str, object]]:
-    """Preview URLs of the listening ports (the gateway's own left out), for the context plane:
+def preview_links(ports: Iterable[int], base: str, hosts: PreviewHosts | None = None) -> list[dict[str, object]]:
+    """Preview URLs of the apps' ports (:func:`.context.ports.app_ports`), for the context plane:
     ``preview_url`` is the one for a person's browser (the preview origin, or the path form when the
     caller has none), ``url`` and ``absproxy_url`` the path forms (for programs; in a browser they
     run sandboxed)."""
     hosts = hosts or PreviewHosts()
     links: list[dict[str, object]] = []
-    for text in ports:
-        port = int(text)
-        if port == own_port:
-            continue
+    for port in ports:
         url = preview_url(base, port)
         links.append(
             {

@@ -41,7 +41,7 @@ def router(planes: Planes) -> APIRouter:
     @api.get("/sandbox")
     async def sandbox_context(request: Request) -> dict[str, Any]:
         """The envelope (``data`` = summary text) plus top-level ``home_dir``, ``version``, ``detail``
-        {system (with ``previews``: per listening port ``preview_url``, its own origin for a browser, and
+        {system (with ``previews``: per app's port ``preview_url``, its own origin for a browser, and
         ``url``/``absproxy_url``, the path forms for programs), runtime, utils} and
         ``workspace`` when there is one."""
         return _sandbox_response(await context.get_context(request_public_base(request, context.local_base)))

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from ..cdp_proxy import request_public_base
 from ..planes import Planes
-from ..planes.shell import OUTPUT_LIMIT, CommandRecord, ShellPlane, ShellSession
+from ..planes.shell import OUTPUT_LIMIT, CommandRecord, InvalidRequest, ShellPlane, ShellSession
 from ..security import page_ticket
 from .bodies import ENV_NAME, SHELL_SESSION_ID, StrictBody, documented
 from .envelope import error_responses, ok
@@ -33,6 +33,11 @@ DEFAULT_WAIT = 30.0
 
 #: ``/v1/bash`` names the plane's statuses its own way.
 _BASH_STATUS = {"hard_timeout": "timed_out", "terminated": "killed"}
+DETACH = (
+    "Start the command as an app outside every shell session (its own process group and kernel "
+    "session, output in log_file): it outlives closing or cleaning up sessions and is stopped with "
+    "`kill <pid>`. Returns at once with its pid; runs in exec_dir, else the session's directory."
+)
 _SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL, "SIGINT": signal.SIGINT}
 
 
@@ -54,6 +59,8 @@ class ShellExecRequest(StrictBody):
     hard_timeout: float | None = _seconds()
     preserve_symlinks: bool | None = None
     truncate: bool | None = None
+    #: agentbox's own: start a long-running app outside every session (it outlives their cleanup).
+    detach: bool | None = Field(None, description=DETACH)
 
 
 class ShellIdRequest(StrictBody):
@@ -196,6 +203,8 @@ def router(planes: Planes) -> APIRouter:
 
     @api.post("/v1/shell/exec", response_model=None)
     async def shell_exec(body: ShellExecRequest, request: Request) -> dict[str, Any] | Any:
+        if body.detach:
+            return await detach(body)
         session = await shell.session_or_create(body.id, preserve_symlinks=bool(body.preserve_symlinks))
         record = await session.start(
             body.command,
@@ -224,6 +233,27 @@ def router(planes: Planes) -> APIRouter:
         if not body.async_mode:
             outcome = await record.wait(body.timeout, body.no_change_timeout or session.no_change_timeout)
         return answer(outcome)
+
+    async def detach(body: ShellExecRequest) -> dict[str, Any]:
+        clashing = [name for name in ("hard_timeout", "no_change_timeout", "timeout") if getattr(body, name)]
+        if clashing:
+            raise InvalidRequest(
+                f"{', '.join(clashing)} cannot be combined with detach: a detached app is never waited for or timed out"
+            )
+        app = await shell.detach(body.command, cwd=body.exec_dir, session_id=body.id)
+        return ok(
+            {
+                "session_id": body.id or "",
+                "command": app.command,
+                "status": "running",
+                "output": "",
+                "exit_code": None,
+                "detached": True,
+                "pid": app.pid,
+                "cwd": app.cwd,
+                "log_file": app.log_file,
+            }
+        )
 
     @api.post("/v1/shell/view")
     async def shell_view(body: ShellIdRequest) -> dict[str, Any]:

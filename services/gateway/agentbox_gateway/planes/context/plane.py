@@ -32,6 +32,7 @@ from ..languages import Language
 from ..preview import PreviewHosts, preview_links
 from .capabilities import BrowserStatus, Capabilities, CapabilityReport
 from .errors import ContextError, RuntimeUnavailable
+from .ports import app_ports, listeners, listening_ports
 from .skills import load_skill
 
 #: How long runtime/tool probes stay fresh (seconds).
@@ -198,21 +199,6 @@ def _timezone() -> str:
     return time.tzname[0] or "UTC"
 
 
-def listening_ports() -> list[str]:
-    """TCP ports something listens on (state ``0A`` in ``/proc/net/tcp{,6}``), as sorted strings."""
-    ports: set[int] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) > 3 and fields[3] == "0A":
-                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return [str(port) for port in sorted(ports)]
-
-
 def _workspace() -> str | None:
     workspace = os.environ.get("AICODEBOX_WORKSPACE")
     return workspace if workspace and os.path.isdir(workspace) else None
@@ -270,10 +256,11 @@ class ContextPlane:
             self._static = await anyio.to_thread.run_sync(_static_system)
         runtimes, utils = await self._runtimes_and_utils()
 
-        def volatile() -> tuple[list[str], str, str | None]:
-            return listening_ports(), _timezone(), _workspace()
+        def volatile() -> tuple[list[str], list[int], str, str | None]:
+            found = listeners()
+            return listening_ports(found), app_ports(found, self.settings.own_ports()), _timezone(), _workspace()
 
-        ports, timezone, workspace = await anyio.to_thread.run_sync(volatile)
+        ports, apps, timezone, workspace = await anyio.to_thread.run_sync(volatile)
         return SandboxContext(
             version=__version__,
             timezone=timezone,
@@ -281,9 +268,7 @@ class ContextPlane:
             runtimes=runtimes,
             utils=utils,
             workspace=workspace,
-            previews=preview_links(
-                ports, public_base or self.local_base, self.settings.port, PreviewHosts(self.settings.preview_host)
-            ),
+            previews=preview_links(apps, public_base or self.local_base, PreviewHosts(self.settings.preview_host)),
             **self._static,
         )
 

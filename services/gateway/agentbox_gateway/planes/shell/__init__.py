@@ -3,10 +3,11 @@
 
 Modules: ``plane`` (the session registry and its API), ``session`` (one session and its bash),
 ``bash`` (what is written to bash and the end markers read back), ``processes`` (what a kill hits),
-``record`` (one command), ``output`` (bounded output buffers), ``terminal`` (interactive PTY shells
-for people), ``errors``."""
+``record`` (one command), ``detached`` (apps that outlive sessions), ``output`` (bounded output
+buffers), ``terminal`` (interactive PTY shells for people), ``errors``."""
 
 from .bash import bash_quote, resolve_dir
+from .detached import DetachedApp
 from .errors import (
     CommandNotFound,
     InvalidRequest,
@@ -29,6 +30,7 @@ __all__ = [
     "OUTPUT_LIMIT",
     "CommandNotFound",
     "CommandRecord",
+    "DetachedApp",
     "InvalidRequest",
     "OutputBuffer",
     "SessionBusy",

@@ -17,7 +17,8 @@ import anyio
 
 from ...settings import GatewaySettings
 from ..streaming import OutputSink
-from .bash import bash_quote, resolve_dir
+from .bash import bash_quote, existing_dir, resolve_dir
+from .detached import DetachedApp, start_detached
 from .errors import InvalidRequest, SessionExists, SessionLimit, SessionNotFound
 from .record import CommandRecord
 from .session import DEFAULT_NO_CHANGE_TIMEOUT, ShellSession
@@ -251,6 +252,17 @@ class ShellPlane:
                 await session.stop(record, "cancelled")
             raise
         return record
+
+    # -- detached apps -----------------------------------------------------------------------
+
+    async def detach(self, command: str, *, cwd: str | None = None, session_id: str | None = None) -> DetachedApp:
+        """Start ``command`` as a detached app (:mod:`.detached`): it outlives every session. It runs
+        in ``cwd``, taken from the directory of the session ``session_id`` (the shared one when
+        none is given) when relative or missing, or from the home directory without such a session."""
+        known = self._sessions.get(session_id or DEFAULT_SESSION_ID)
+        base = existing_dir(known.cwd) if known is not None else str(Path.home())
+        start_dir = resolve_dir(base, cwd) if cwd else base
+        return await anyio.to_thread.run_sync(start_detached, command, start_dir)
 
     async def aclose(self) -> None:
         await self.terminals.aclose()
