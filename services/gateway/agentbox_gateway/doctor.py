@@ -197,16 +197,16 @@ def _user(doctor: DoctorSettings) -> Check:
 
 async def run_checks(settings: GatewaySettings, doctor: DoctorSettings) -> list[Check]:
     """Every probe, concurrently; each is bounded by :data:`PROBE_TIMEOUT`."""
-    probes = await asyncio.gather(
-        _executable("bash", True, "sandbox_execute_bash and /v1/shell", "--version"),
-        _executable("python3", True, "sandbox_execute_code python", "--version"),
-        _executable("node", False, "sandbox_execute_code javascript", "--version"),
-        _executable("npm", False, "sandbox_get_packages nodejs", "--version"),
-        _executable("rg", False, "listed as a search tool in sandbox_get_context", "--version"),
-        _cdp(settings.cdp_url),
-        _upstreams(settings, doctor.gateway_url),
+    executables, (cdp, upstreams) = await asyncio.gather(
+        asyncio.gather(
+            _executable("bash", True, "sandbox_execute_bash and /v1/shell", "--version"),
+            _executable("python3", True, "sandbox_execute_code python", "--version"),
+            _executable("node", False, "sandbox_execute_code javascript", "--version"),
+            _executable("npm", False, "sandbox_get_packages nodejs", "--version"),
+            _executable("rg", False, "listed as a search tool in sandbox_get_context", "--version"),
+        ),
+        asyncio.gather(_cdp(settings.cdp_url), _upstreams(settings, doctor.gateway_url)),
     )
-    executables, cdp, upstreams = probes[:5], probes[5], probes[6]
     checks = [_user(doctor), *executables, *_filesystem_checks(settings), cdp, *upstreams]
     return [replace(check, detail=redact(check.detail)) for check in checks]
 
