@@ -116,11 +116,12 @@ async def _gateway(url: str, api_key: str) -> list[Check] | None:
             answer = await client.get("/v1/mcp/servers")
         except httpx.HTTPError:
             return None
+        if answer.status_code == 401:
+            return [Check("gateway", False, False, f"{url}: 401, a key is needed (AIO_API_KEY)")]
         try:
             names = [str(name) for name in answer.json()["data"] if name != BUILTIN_SERVER]
         except (ValueError, KeyError, TypeError):
-            problem = await tools(BUILTIN_SERVER) if answer.status_code == 401 else f"{answer.status_code}"
-            return [Check("gateway", False, False, f"{url}: /v1/mcp/servers answered {problem}")]
+            return [Check("gateway", False, False, f"{url}: /v1/mcp/servers answered {answer.status_code}")]
         counts = await asyncio.gather(tools(BUILTIN_SERVER), *(tools(name) for name in names))
 
     def row(name: str, count: int | str, where: str) -> Check:
