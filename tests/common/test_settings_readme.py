@@ -11,7 +11,7 @@ import pytest
 
 from agentbox_browser.settings import BrowserSettings
 from agentbox_common.settings import declarations, default_text, nested_classes
-from agentbox_gateway.settings import GatewaySettings
+from agentbox_gateway.settings import DoctorSettings, GatewaySettings
 from agentbox_mcp_mode.api_mode.settings import ApiModeSettings
 from agentbox_mcp_mode.cron.config import CronSettings
 from agentbox_mcp_mode.settings import McpModeSettings
@@ -25,7 +25,7 @@ ENTRYPOINT = "images/rootfs/usr/local/bin/agentbox-entrypoint"
 #: it documents, and its rows read by no settings class, with the file that reads them.
 TABLES: dict[str, tuple[tuple[type, ...], dict[str, str]]] = {
     "Gateway": (
-        (GatewaySettings,),
+        (GatewaySettings, DoctorSettings),
         {
             "LOG_FORMAT": "services/common/agentbox_common/logging.py",
             "LOG_LEVEL": "services/common/agentbox_common/logging.py",

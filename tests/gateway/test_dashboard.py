@@ -72,6 +72,22 @@ def test_typing_echo_into_the_terminal_shows_its_output(gateway: str, page: Page
     expect(page.locator("#terminal .xterm-rows")).to_contain_text("dashboard-42")
 
 
+def test_the_terminal_fills_its_panel(gateway: str, page: Page) -> None:
+    """Issue 28 item 11: the dashboard's terminal spans the page (at 1280 px, over 120 columns, so a
+    typed command line does not wrap) and follows the window's size."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{gateway}/")
+    expect(page.locator("#terminal-state")).to_have_text("connected")
+    page.wait_for_function("window.agentboxTerminal.cols >= 120")
+    assert page.evaluate("window.agentboxTerminal.rows") >= 20
+    line = "echo " + "x" * 100
+    page.locator("#terminal").click()
+    page.keyboard.type(line)
+    expect(page.locator("#terminal .xterm-rows")).to_contain_text(line)  # one row holds it whole
+    page.set_viewport_size({"width": 1600, "height": 900})
+    page.wait_for_function("window.agentboxTerminal.cols >= 160")
+
+
 _EXEC_STATUS = """async () => (await fetch("/v1/shell/exec", {method: "POST",
     headers: {"Content-Type": "application/json"}, body: JSON.stringify({command: "echo no"})})).status"""
 

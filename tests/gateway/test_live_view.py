@@ -100,6 +100,45 @@ def test_the_live_view_shows_the_page_the_browser_is_on(live_gateway: str, displ
                 again.close()
 
 
+#: Whether noVNC's control bar is open at the page's first frame or opens later, and the colour under
+#: the picture at that first frame.
+_WATCH_THE_BAR = """document.addEventListener("DOMContentLoaded", () => {
+    const bar = document.getElementById("noVNC_control_bar");
+    window.barOpenAt = [];
+    new MutationObserver(() => bar.classList.contains("noVNC_open") && window.barOpenAt.push(Date.now()))
+        .observe(bar, { attributes: true });
+    requestAnimationFrame(() => {
+        window.firstFrameBarOpen = bar.classList.contains("noVNC_open");
+        window.firstFrameBackground = getComputedStyle(document.getElementById("noVNC_container")).backgroundColor;
+    });
+});"""
+
+
+def test_the_live_view_opens_on_the_picture(live_gateway: str, display: Display, pages_url: str) -> None:
+    """Issue 28 item 11: noVNC's page loads with no failed request (its ``package.json`` included), its
+    control bar is never drawn open over the picture, and until the picture comes the page is a light
+    placeholder, not a dark empty canvas."""
+    info = httpx.get(f"{live_gateway}/v1/browser/info", headers=BEARER).json()["data"]
+    with tab(display.cdp_url, f"{pages_url}/color/rgb(0,200,80)"), browser_context(live_gateway) as (context, _):
+        page = context.new_page()
+        failed: list[str] = []
+        page.on("response", lambda response: failed.append(response.url) if response.status >= 400 else None)
+        page.on("requestfailed", lambda request: failed.append(request.url))
+        page.add_init_script(_WATCH_THE_BAR)
+        page.goto(info["vnc_url"])
+        deadline = time.monotonic() + 20
+        while canvas_centre(page)[:3] != [0, 200, 80] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert canvas_centre(page)[:3] == [0, 200, 80]
+        assert page.evaluate("window.firstFrameBarOpen") is False
+        assert page.evaluate("window.barOpenAt") == []
+        assert page.evaluate("window.firstFrameBackground") == "rgb(244, 245, 247)"
+        assert "noVNC_open" not in (page.get_attribute("#noVNC_control_bar", "class") or "")
+        assert failed == []
+        version = httpx.get(f"{live_gateway}/vnc/package.json", headers=BEARER)
+        assert version.status_code == 200 and "version" in version.json()
+
+
 def test_the_readmes_vnc_address_opens_the_live_view_with_a_vnc_ticket(
     live_gateway: str, display: Display, pages_url: str
 ) -> None:

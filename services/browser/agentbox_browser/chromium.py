@@ -29,7 +29,11 @@ from .settings import BrowserSettings
 logger = logging.getLogger(__name__)
 
 BASE_FLAGS = (
+    # Chromium's own sandbox needs user namespaces, which Docker's default seccomp profile refuses (the
+    # container is the sandbox). --test-type, as chromedriver passes it, keeps Chromium from drawing its
+    # "unsupported command-line flag: --no-sandbox" bar across the top of every live view.
     "--no-sandbox",
+    "--test-type",
     "--disable-gpu",
     "--no-first-run",
     "--no-default-browser-check",

@@ -13,8 +13,8 @@ from agentbox_common.serving import serve
 from agentbox_common.settings import ConfigError, add_flags, flag_values
 
 from .app import build_app
-from .doctor import format_table, healthy, run_checks
-from .settings import GatewaySettings
+from .doctor import become, format_table, healthy, run_checks, sandbox_account
+from .settings import DoctorSettings, GatewaySettings
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,6 +26,7 @@ def _parser() -> argparse.ArgumentParser:
         "doctor", help="check what the gateway needs and can use; exit 1 when a required part is missing"
     )
     add_flags(doctor, GatewaySettings, fields=("mcp_servers",))
+    add_flags(doctor, DoctorSettings)
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     return parser
 
@@ -34,12 +35,15 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     configure_logging()
     try:
+        doctor = DoctorSettings.from_env(**flag_values(args, DoctorSettings)) if args.command == "doctor" else None
+        account = sandbox_account(doctor) if doctor is not None else None
         settings = GatewaySettings.from_env(**flag_values(args, GatewaySettings))
     except ConfigError as exc:
         sys.exit(f"aiod: {redact(str(exc))}")
 
-    if args.command == "doctor":
-        checks = asyncio.run(run_checks(settings))
+    if doctor is not None:
+        become(account)
+        checks = asyncio.run(run_checks(settings, doctor))
         print(json.dumps([dataclasses.asdict(c) for c in checks], indent=2) if args.json else format_table(checks))
         sys.exit(0 if healthy(checks) else 1)
     serve(build_app(settings), settings.host, settings.port)

@@ -162,3 +162,20 @@ class GatewaySettings:
                 raise ConfigError("AIO_API_KEY_FILE: set either AIO_API_KEY (--api-key) or AIO_API_KEY_FILE, not both")
             settings = replace(settings, api_key=read_key_file("AIO_API_KEY_FILE", settings.api_key_file))
         return settings
+
+
+@dataclass(frozen=True)
+class DoctorSettings:
+    """What ``aiod doctor`` needs besides the gateway's settings: whom to check as, whom to ask."""
+
+    #: The running gateway ``aiod doctor`` asks for the upstreams it aggregates and their tools (the
+    #: image sets its own, ``http://127.0.0.1:8091``).
+    gateway_url: str = setting(
+        f"http://127.0.0.1:{DEFAULT_PORT}", env="AIO_GATEWAY_URL", parse=_url, flag="--gateway-url", metavar="URL"
+    )
+    #: The non-root user the image runs every program as: ``aiod doctor`` started as root checks as it.
+    sandbox_user: str = setting("", env="AGENTBOX_USER")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> DoctorSettings:
+        return load(cls, os.environ if env is None else env, **overrides)

@@ -1,5 +1,7 @@
 """The live view: the noVNC client (Debian's ``novnc`` files) under ``/vnc/`` (``/vnc/`` sends the
-browser on to ``/vnc/index.html``, its full client as in AIO, set to connect on load) and
+browser on to ``/vnc/index.html``, its full client as in AIO, set to connect on load, with the
+gateway's ``live-view.js``/``.css`` added: the control bar closed and a light placeholder until the
+picture comes) and
 ``/vnc/websockify``, a WebSocket relayed byte for byte to the VNC server on the display, which
 listens on loopback only. Behind the same guard as every route (a person's browser uses the session
 cookie, or a ticket from ``vnc_url``); absent when the gateway has no display or ``DISABLE_VNC`` is
@@ -11,11 +13,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import anyio
 from starlette.requests import Request
-from starlette.responses import FileResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
@@ -36,6 +39,10 @@ VNC_SOCKET_PATH = "vnc/websockify"
 _CHUNK = 64 * 1024
 #: RFC 6455 close code when the VNC server cannot be reached (the display stack is restarting).
 _CLOSE_UNAVAILABLE = 1011
+#: The gateway's own files added to noVNC's page (beside the dashboard's).
+_STATIC_DIR = Path(__file__).with_name("static")
+#: Added to noVNC's page, after its own module and style sheet.
+_ADDITIONS = '<link rel="stylesheet" href="live-view.css">\n<script type="module" src="live-view.js"></script>\n'
 
 
 def _split_address(address: str) -> tuple[str, int]:
@@ -73,7 +80,26 @@ def routes(settings: GatewaySettings) -> list[BaseRoute]:
     client = settings.novnc_dir / "vnc.html"
 
     async def index(request: Request) -> Response:
-        return FileResponse(client, headers={"cache-control": "no-store"})
+        try:
+            page = await anyio.Path(client).read_text()
+        except OSError:
+            return Response("noVNC is not installed", 404)
+        page = page.replace("</head>", f"{_ADDITIONS}</head>", 1)
+        return Response(page, media_type="text/html", headers={"cache-control": "no-store"})
+
+    def addition(name: str) -> Route:
+        async def serve(request: Request) -> Response:
+            return FileResponse(_STATIC_DIR / name)
+
+        return Route(f"/vnc/{name}", serve, methods=["GET"])
+
+    async def package(request: Request) -> Response:
+        """noVNC's page asks for its ``package.json`` (for the version it shows); Debian's files have
+        none (the image writes one): then an empty version, rather than a 404 on every load."""
+        found = settings.novnc_dir / "package.json"
+        if await anyio.Path(found).is_file():
+            return FileResponse(found)
+        return JSONResponse({"name": "novnc", "version": ""})
 
     async def live_view(request: Request) -> Response:
         """``/vnc/``: on to the client with its query, under the caller's reverse-proxy prefix. A
@@ -124,6 +150,9 @@ def routes(settings: GatewaySettings) -> list[BaseRoute]:
         Route("/vnc", live_view, methods=["GET"]),
         Route("/vnc/", live_view, methods=["GET"]),
         Route("/vnc/index.html", index, methods=["GET"]),
+        addition("live-view.js"),
+        addition("live-view.css"),
+        Route("/vnc/package.json", package, methods=["GET"]),
         WebSocketRoute("/vnc/websockify", bridge),
         Mount("/vnc", app=StaticFiles(directory=str(settings.novnc_dir), check_dir=False), name="novnc"),
     ]

@@ -23,7 +23,14 @@ function attachTerminal(container, state, socketUrl) {
   };
   socket.onclose = (event) => { state.textContent = `closed (${event.code})`; };
   term.onData((data) => { if (socket.readyState === WebSocket.OPEN) socket.send(encoder.encode(data)); });
-  window.addEventListener("resize", resize);
+  // The panel, not only the window, decides the size: it is laid out (and its font loaded) after
+  // the first fit, and it changes when the page around it does.
+  let pending = false;
+  new ResizeObserver(() => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; resize(); });
+  }).observe(container);
   return term;
 }
 
