@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import IO
 
 import anyio
 import pytest
@@ -50,6 +51,19 @@ async def test_mcp_is_refused_while_cron_runs_in_the_workspace(
     await anyio.to_thread.run_sync(wait_gone, [call["pid"], call["child"]])
 
 
+def read_until(stream: IO[bytes], text: str, timeout: float) -> str:
+    """Lines of ``stream`` up to the first holding ``text`` (or all there were within ``timeout``): a
+    loaded machine starts cron in more than a second."""
+    deadline = time.monotonic() + timeout
+    lines: list[str] = []
+    while time.monotonic() < deadline:
+        line = stream.readline().decode(errors="replace")
+        lines.append(line)
+        if not line or text in line:
+            break
+    return "".join(lines)
+
+
 async def test_cron_skips_its_tick_while_mcp_runs_in_the_workspace(
     tmp_path: Path,
     mode_env: dict[str, str],
@@ -62,11 +76,12 @@ async def test_cron_skips_its_tick_while_mcp_runs_in_the_workspace(
             tg.start_soon(client.call_tool, "run_prompt", {"prompt": "CHILD\nSLEEP 30", "workspace": "shared"})
             (call,) = await anyio.to_thread.run_sync(stand_in.wait_for_calls, 1)
             with run_command([CRON], shared_job(tmp_path, mode_env, "blocked", "ANSWER cron ran")) as cron:
-                await anyio.sleep(2.5)
+                assert cron.stdout is not None
+                log = await anyio.to_thread.run_sync(read_until, cron.stdout, "is busy with another run", 30.0)
+                await anyio.sleep(1.5)  # more ticks, all skipped
                 assert len(stand_in.calls()) == 1  # cron started no agent
                 stop_group(cron)
-                assert cron.stdout is not None
-                log = cron.stdout.read().decode(errors="replace")
+                log += cron.stdout.read().decode(errors="replace")
             tg.cancel_scope.cancel()
     assert "cron job blocked: tick at" in log
     assert f"skipped: workspace {workspace / 'shared'} is busy with another run" in log
