@@ -41,7 +41,8 @@ class PodLayout:
 
     run_args: dict[str, Any]
     ports: dict[str, int]
-    readiness: tuple[int, str]
+    #: The readiness probe's command (an exec probe), run as the pod's user.
+    readiness: tuple[str, ...]
     init_args: tuple[dict[str, Any], ...] = ()
     shared_volumes: tuple[SharedVolume, ...] = ()
 
@@ -101,8 +102,8 @@ def pod_layout(
         "ports": {f"{port}/tcp": ("127.0.0.1", None) for port in ports.values()},
         "healthcheck": _healthcheck(box["livenessProbe"], ports),
     }
-    readiness = box["readinessProbe"]["httpGet"]
-    return PodLayout(run_args, ports, (_port(readiness["port"], ports), readiness["path"]), init_args, shared)
+    readiness = tuple(box["readinessProbe"]["exec"]["command"])
+    return PodLayout(run_args, ports, readiness, init_args, shared)
 
 
 def _shared_volumes(

@@ -4,7 +4,7 @@ pod_to_docker.py): uid 1000 on a read-only root with only the workspace volume a
 no capabilities, no privilege escalation, the memory and CPU limits, the keys init container run first
 with the Secret, and the probes. Each pod answers only its own keys (derived from the pool secret and its
 name, as deploy/kubernetes/sandbox-keys prints them), and the sandbox user finds no key in any process
-environment or file. The readiness probe's URL answers, the liveness probe makes the container healthy,
+environment or file. The readiness probe (agentbox-ready) passes, the liveness probe makes the container healthy,
 /mcp answers on the gateway and in MCP mode (also by the pod's headless Service name), and every program stays up."""
 
 from __future__ import annotations
@@ -107,6 +107,16 @@ def run_init(client: docker.DockerClient, image: str, run_args: dict) -> None:
         init.remove(force=True)
 
 
+def wait_ready(box: Box, layout: PodLayout, timeout: float = 90.0) -> None:
+    """Run the readiness probe's command as the kubelet does (as the pod's user) until it passes."""
+    deadline = time.monotonic() + timeout
+    code, output = box.exec(shlex.join(layout.readiness), user=layout.run_args["user"])
+    while code != 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        code, output = box.exec(shlex.join(layout.readiness), user=layout.run_args["user"])
+    assert code == 0, f"the readiness probe never passed: {output}\n{box.logs()}"
+
+
 @pytest.fixture(scope="module", params=TEMPLATES)
 def pod(request: pytest.FixtureRequest, docker_client: docker.DockerClient, agentbox_image: str) -> Iterator[Pod]:
     """The template's pod as a container, ready the way its readiness probe says."""
@@ -129,7 +139,7 @@ def pod(request: pytest.FixtureRequest, docker_client: docker.DockerClient, agen
             run_init(docker_client, agentbox_image, init_args)
         box = Box(docker_client.containers.run(agentbox_image, **layout.run_args), tuple(layout.ports.values()))
         box.refresh_ports()
-        box.wait_http(*layout.readiness)
+        wait_ready(box, layout)
         yield Pod(name, request.param, layout, box)
     finally:
         if box is not None:
@@ -226,7 +236,7 @@ def test_the_browser_runs_on_the_read_only_root(pod: Pod) -> None:
         answer = mcp_payload(mcp_post(pod.gateway(), "tools/call", call, headers=pod.gateway_auth))
         assert answer["error"]["code"] == -32602, answer
         return
-    # The page tools come up a second or two after /health (the readiness probe) does.
+    # Ready means the page tools are listed; Chromium itself may still be starting for the first call.
     deadline = time.monotonic() + BROWSER_TIMEOUT
     navigated = call_tool(pod.gateway(), "browser_navigate", page, headers=pod.gateway_auth)
     while navigated["isError"] and time.monotonic() < deadline:
