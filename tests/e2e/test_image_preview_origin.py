@@ -12,19 +12,18 @@ from collections.abc import Iterator
 
 import docker
 import pytest
-from playwright.sync_api import BrowserContext, expect, sync_playwright
+from playwright.sync_api import BrowserContext, expect
 
 from tests.support.jsonrpc import call_tool, tool_json, tool_text
 from tests.support.preview_browser import (
     EVIL_PAGE,
-    FLAGS,
     assert_all_failed,
     assert_dashboard_can,
     attempts_of,
+    browser_context,
     open_dashboard,
     open_from_dashboard,
 )
-from tests.support.requirements import require_chromium
 
 from .dockerbox import Box, running_box
 
@@ -57,12 +56,8 @@ def served(request: pytest.FixtureRequest, docker_client: docker.DockerClient, a
 
 @pytest.fixture
 def context() -> Iterator[BrowserContext]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=require_chromium(), args=FLAGS)
-        try:
-            yield browser.new_context()
-        finally:
-            browser.close()
+    with browser_context() as fresh:
+        yield fresh
 
 
 def test_a_previewed_page_cannot_act_as_the_person(served: Box, context: BrowserContext) -> None:

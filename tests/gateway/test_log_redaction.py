@@ -5,7 +5,6 @@ log, and a path carrying CR LF or an ANSI escape cannot forge a line (issue 26 i
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 from collections.abc import Iterator
 
@@ -13,7 +12,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from tests.support.servers import console_script, free_port, run_command, stop_group
+from tests.support.servers import console_script, free_port, raw_get, run_command, stop_group
 
 KEY = "log-redaction-key-4242"
 
@@ -32,16 +31,6 @@ def aiod(request: pytest.FixtureRequest, tmp_path) -> Iterator[tuple[int, subpro
         [console_script("aiod"), "start", "--port", str(port)], env=env, ready_url=f"http://127.0.0.1:{port}/health"
     ) as process:
         yield port, process, request.param
-
-
-def raw_get(port: int, target: str) -> int:
-    """Send ``GET <target>`` byte for byte (no client re-encoding); the answer's status."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    return int(answer.split(b" ", 2)[1])
 
 
 def read_logs(process: subprocess.Popen) -> str:

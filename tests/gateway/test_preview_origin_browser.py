@@ -11,18 +11,17 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import BrowserContext, sync_playwright
+from playwright.sync_api import BrowserContext
 
 from tests.support.preview_browser import (
     EVIL_PAGE,
-    FLAGS,
     assert_all_failed,
     assert_dashboard_can,
     attempts_of,
+    browser_context,
     open_dashboard,
     open_from_dashboard,
 )
-from tests.support.requirements import require_chromium
 from tests.support.servers import console_script, free_port, run_command
 
 pytestmark = [pytest.mark.chromium, pytest.mark.usefixtures("own_home")]
@@ -41,12 +40,8 @@ def app_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 
 @pytest.fixture
 def context() -> Iterator[BrowserContext]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=require_chromium(), args=FLAGS)
-        try:
-            yield browser.new_context()
-        finally:
-            browser.close()
+    with browser_context() as fresh:
+        yield fresh
 
 
 def pwned() -> set[str]:

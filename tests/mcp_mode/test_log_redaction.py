@@ -3,25 +3,15 @@ parameter name never reaches the log, and a path cannot forge a line (issue 26 i
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 
-from tests.support.servers import console_script, free_port, run_command, stop_group
+from tests.support.servers import console_script, free_port, raw_get, run_command, stop_group
 
 from .helpers import StandIn
 
 TOKEN = "mcp-mode-token-31337"
-
-
-def raw_get(port: int, target: str) -> int:
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    return int(answer.split(b" ", 2)[1])
 
 
 @pytest.mark.parametrize("form", ["text", "json"])

@@ -4,10 +4,14 @@ gateway), what the person's own dashboard page must still do, and the checks."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import BrowserContext, Page, expect, sync_playwright
+
+from tests.support.requirements import require_chromium
 
 EVIL_PAGE = Path(__file__).resolve().parent / "evil_preview.html"
 #: Chromium as the tests run it (Debian's, no GPU, nothing fetched in the background).
@@ -25,6 +29,17 @@ DASHBOARD_CAN = """async () => {
   });
   return { sandbox: sandbox.success, ticket: ticket.success, exec: (exec.data && exec.data.output) || "", opened };
 }"""
+
+
+@contextlib.contextmanager
+def browser_context() -> Iterator[BrowserContext]:
+    """A fresh context of Debian's Chromium (headless), closed after."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=require_chromium(), args=FLAGS)
+        try:
+            yield browser.new_context()
+        finally:
+            browser.close()
 
 
 def open_dashboard(context: BrowserContext, base: str, key: str | None) -> Page:

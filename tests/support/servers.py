@@ -97,3 +97,13 @@ def stop_group(process: subprocess.Popen, grace: float = 10) -> None:
 def console_script(name: str) -> str:
     """The path of one of the project's console commands in the running interpreter's environment."""
     return os.path.join(os.path.dirname(sys.executable), name)
+
+
+def raw_get(port: int, target: str) -> int:
+    """Send ``GET <target>`` byte for byte (no client re-encoding) to 127.0.0.1; the answer's status."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return int(answer.split(b" ", 2)[1])

@@ -150,6 +150,12 @@ async def send_login_page(scope: Scope, send: Send, status: int = 401, failed: b
     await send({"type": "http.response.body", "body": body})
 
 
+def out_of_scope(request: Request, hint: str) -> JSONResponse:
+    """The 403 envelope for a scoped credential (a ticket's session) asking beyond its scope."""
+    message = f"Forbidden: this credential opens only {credential_scope(request.scope)}"
+    return JSONResponse({"success": False, "message": message, "data": None, "hint": hint}, status_code=403)
+
+
 def routes(api_key: str, tickets: TicketStore, sessions: TicketStore) -> list[BaseRoute]:
     """``POST /login`` (public: it checks the key itself), ``POST /logout`` and ``POST /tickets``
     (behind the guard like every other route)."""
@@ -198,15 +204,7 @@ def routes(api_key: str, tickets: TicketStore, sessions: TicketStore) -> list[Ba
                 status_code=400,
             )
         if not covers(credential_scope(request.scope), prefix):
-            return JSONResponse(
-                {
-                    "success": False,
-                    "message": f"Forbidden: this credential opens only {credential_scope(request.scope)}",
-                    "data": None,
-                    "hint": "ask with the API key, or a session from the sign-in form, for a wider ticket",
-                },
-                status_code=403,
-            )
+            return out_of_scope(request, "ask with the API key, or a session from the sign-in form, for a wider ticket")
         data = {"ticket": tickets.issue(prefix), "path": prefix, "expires_in": int(tickets.ttl)}
         return JSONResponse({"success": True, "message": "Ticket issued", "data": data, "hint": None})
 

@@ -284,15 +284,7 @@ def routes(settings: GatewaySettings, hosts: PreviewHosts, grants: PreviewGrants
         if port == settings.port:
             return _invalid(f"Port {port} is the gateway's own port; it has no preview")
         if credential_scope(request.scope) != WHOLE_GATEWAY:  # a scoped credential opens no preview
-            return JSONResponse(
-                {
-                    "success": False,
-                    "message": f"Forbidden: this credential opens only {credential_scope(request.scope)}",
-                    "data": None,
-                    "hint": "ask with the API key, or a session from the sign-in form",
-                },
-                status_code=403,
-            )
+            return browser_auth.out_of_scope(request, "ask with the API key, or a session from the sign-in form")
         origin = hosts.origin_url(request_public_base(request, fallback), port)
         ticket = grants.tickets.issue(port) if settings.api_key else None
         url = f"{origin}?{TICKET_PARAM}={ticket}" if origin and ticket else origin

@@ -19,6 +19,7 @@ from agentbox_common.keys import key_matches
 
 from . import browser_auth
 from .mcp_edge import MCP_PATH, jsonrpc_http_error
+from .planes.preview import is_loopback_name
 from .tickets import CREDENTIAL_SCOPE, TICKET_PARAM, WHOLE_GATEWAY, TicketStore, covers
 
 #: Routes anyone may call, even with a key set: AIO's public set, less the docs page (its assets are
@@ -32,17 +33,6 @@ _TICKET_ISSUER = "agentbox.issue_ticket"
 #: ticket, for page URLs meant for a person's fresh browser (see :func:`page_ticket`).
 _PAGE_TICKET_ISSUER = "agentbox.issue_page_ticket"
 _CHALLENGE = ((b"www-authenticate", b'Bearer realm="agentbox"'),)
-
-
-def _is_loopback_host(hostname: str | None) -> bool:
-    if not hostname:
-        return False
-    if hostname == "localhost" or hostname.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(hostname).is_loopback
-    except ValueError:
-        return False
 
 
 def origin_matches(origin: str, pattern: str) -> bool:
@@ -62,7 +52,7 @@ def origin_allowed(origin: str, allowed: Iterable[str]) -> bool:
 def loopback_origin(origin: str) -> bool:
     """An ``http(s)`` origin on a loopback host (another port of this machine, ``*.localhost``)."""
     parts = urlsplit(origin)
-    return parts.scheme in ("http", "https") and _is_loopback_host(parts.hostname)
+    return parts.scheme in ("http", "https") and is_loopback_name(parts.hostname)
 
 
 def split_host(value: str) -> tuple[str, str] | None:
@@ -107,7 +97,7 @@ def host_allowed(value: str, allowed: Iterable[str], own_names: Iterable[str] = 
     if parts is None:
         return False
     name, port = parts
-    if _is_loopback_host(name.strip("[]")) or name in own_names:
+    if is_loopback_name(name.strip("[]")) or name in own_names:
         return True
     authority = f"{name}:{port}" if port else name
     for pattern in allowed:
