@@ -6,6 +6,7 @@ before importing this module (``from bench._harness import ...``)."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import subprocess
@@ -154,3 +155,17 @@ def tree_pss_mib(pid: int) -> float:
             continue
         total += next(int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:"))
     return total / 1024
+
+
+def parse_or_serve(
+    parser: argparse.ArgumentParser, serve: Callable[[int], None], flag: str = "--baseline-server"
+) -> argparse.Namespace | None:
+    """The bench's arguments; None when it was started as its own helper server (``flag --port N``,
+    hidden from ``--help``), which has then served until it was stopped."""
+    parser.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if getattr(args, flag.removeprefix("--").replace("-", "_")):
+        serve(args.port)
+        return None
+    return args

@@ -7,8 +7,11 @@
 2. Idle RSS of the gateway (``aiod start``) after start-up, beside the bare Starlette server's.
 3. 1 MiB binary transfer: ``POST /v1/file/upload`` and ``GET /v1/file/download`` p50/p99 beside the MCP
    equivalents (``write`` with base64 content, ``read`` with ``encoding: base64``).
-4. Read latency, one client: a 1 KiB and a 1 MiB text file read through ``/mcp`` beside the bare
-   route reading the same file (targets: MCP p50 at most 1.3x the route's for 1 KiB, 2.0x for 1 MiB).
+4. Read latency, one client: a 1 KiB, a 1 MiB and a 16 MiB text file read through ``/mcp`` beside
+   the bare route reading the same file (targets: MCP p50 at most 1.3x the route's for 1 KiB, 1.8x
+   for 1 MiB, 2.5x for 16 MiB; the 16 MiB file is read a tenth as often).
+5. Write latency, one client: 1 MiB of text written through ``/mcp`` beside a bare route writing
+   it (target: MCP p50 at most 2.0x the route's).
 
 Rounds alternate between contenders so both see the same noise; every answer is checked.
 
@@ -31,12 +34,23 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._harness import BIN, interleaved, listening, percentile, print_latencies, rss_mib, tool_call_body
+from bench._harness import (
+    BIN,
+    interleaved,
+    listening,
+    parse_or_serve,
+    percentile,
+    print_latencies,
+    rss_mib,
+    tool_call_body,
+)
 
 CONCURRENCY = 32
 SMALL_TEXT = "3\n7\n12\n5\n"
 KIB = 1024
 MIB = 1024 * 1024
+#: Read sizes and their targets (MCP p50 at most this many times the bare route's).
+READ_SIZES = {KIB: 1.3, MIB: 1.8, 16 * MIB: 2.5}
 
 
 def run_baseline(port: int) -> None:
@@ -59,11 +73,28 @@ def run_baseline(port: int) -> None:
         content = await anyio.to_thread.run_sync(job)
         return JSONResponse({"action": "read", "content": content, "path": path, "success": True})
 
+    async def write(request: Request) -> JSONResponse:
+        body = await request.json()
+        path, data = body["path"], body["content"].encode("utf-8")
+
+        def job() -> int:
+            with open(path, "wb") as handle:
+                return handle.write(data)
+
+        written = await anyio.to_thread.run_sync(job)
+        return JSONResponse({"action": "write", "bytes_written": written, "path": path, "success": True})
+
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
     serve(
-        Starlette(routes=[Route("/read", read, methods=["POST"]), Route("/health", health)]),
+        Starlette(
+            routes=[
+                Route("/read", read, methods=["POST"]),
+                Route("/write", write, methods=["POST"]),
+                Route("/health", health),
+            ]
+        ),
         "127.0.0.1",
         port,
     )
@@ -109,17 +140,32 @@ def read_calls(
     return {f"MCP read {label}": via_mcp, f"bare Starlette route {label} (baseline)": via_bare}
 
 
+def write_calls(client: httpx.Client, gateway: str, bare: str, workdir: Path) -> dict[str, Callable[[], None]]:
+    """1 MiB of text written through ``/mcp`` and through the bare route, answers checked."""
+    text = ("0123456789abcdé\n" * (MIB // 16 + 1))[:MIB]
+    size = len(text.encode())
+    mcp_path, bare_path = workdir / "write-mcp.txt", workdir / "write-bare.txt"
+    body = tool_call_body("sandbox_file_operations", {"action": "write", "path": str(mcp_path), "content": text})
+
+    def via_mcp() -> None:
+        result = client.post(f"{gateway}/mcp", json=body).json()["result"]
+        assert not result["isError"] and json.loads(result["content"][0]["text"])["bytes_written"] == size, result
+
+    def via_bare() -> None:
+        answer = client.post(f"{bare}/write", json={"path": str(bare_path), "content": text}).json()
+        assert answer["bytes_written"] == size, answer
+
+    return {"MCP write 1 MiB text": via_mcp, "bare Starlette route 1 MiB (baseline)": via_bare}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000, help="reads per contender per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--transfers", type=int, default=40, help="1 MiB transfers per contender")
     parser.add_argument("--reads", type=int, default=300, help="timed reads per contender and size")
-    parser.add_argument("--baseline-server", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.baseline_server:
-        run_baseline(args.port)
+    args = parse_or_serve(parser, run_baseline)
+    if args is None:
         return
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-files-"))
@@ -198,9 +244,12 @@ def main() -> None:
             }
             transfers = interleaved(calls, args.transfers, warmup=1)
             reads = {
-                size: interleaved(read_calls(client, gateway, bare, workdir, size), args.reads, warmup=20)
-                for size in (KIB, MIB)
+                size: interleaved(
+                    read_calls(client, gateway, bare, workdir, size), max(args.reads // (10 if size > MIB else 1), 5), 3
+                )
+                for size in READ_SIZES
             }
+            writes = interleaved(write_calls(client, gateway, bare, workdir), args.reads, warmup=5)
 
     print(f"file plane, {os.cpu_count()} CPUs, loopback, rounds alternate between contenders\n")
     print(f"1. small-file read, {CONCURRENCY} concurrent clients, {args.requests} requests x {args.rounds} rounds")
@@ -221,9 +270,14 @@ def main() -> None:
     for size, samples in reads.items():
         print_latencies(samples)
         mcp, route = (percentile(values, 0.5) for values in samples.values())
-        target = 1.3 if size == KIB else 2.0
+        target = READ_SIZES[size]
         verdict = "met" if mcp <= target * route else "MISSED"
         print(f"target MCP p50 <= {target}x route p50: {verdict} (ratio {mcp / route:.2f})\n")
+    print(f"5. text write latency, one keep-alive client, N={args.reads} each, interleaved")
+    print_latencies(writes)
+    mcp, route = (percentile(values, 0.5) for values in writes.values())
+    verdict = "met" if mcp <= 2.0 * route else "MISSED"
+    print(f"target MCP p50 <= 2.0x route p50: {verdict} (ratio {mcp / route:.2f})\n")
     for path in workdir.iterdir():
         path.unlink()
     workdir.rmdir()

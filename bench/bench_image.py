@@ -4,14 +4,14 @@
 
 For each of ``--runs`` cold starts (a new container each time, ports published on 127.0.0.1 only) it
 measures the time from `docker run` to the gateway's /health answering 200, to /ready answering 200, to
-the first tools/list holding every tool (the count it holds once /ready said ok, asked side by side with
-/ready from /health on) and to the first browser_navigate that succeeds; after the last start it lets
-the container settle and reads its memory like `docker stats` does (usage minus inactive page cache),
-and does the same once with ``DISABLE_BROWSER=true``. Interleaved with those starts, the floor: the same
-image running only ``python3 -m http.server`` on the gateway's port, so Docker's own cost of creating,
-networking and starting a container (most of a second on a small machine) is printed beside agentbox's.
-Results go to bench/results/image.json and are printed beside the previous run's figures when that file
-exists.
+the first tools/list holding every tool (the count it holds once /ready said ok with the browser
+serving, asked side by side with /ready from /health on) and to the first browser_navigate that
+succeeds; after the last start it lets the container settle and reads its memory like `docker stats`
+does (usage minus inactive page cache), and does the same once with ``DISABLE_BROWSER=true``.
+Interleaved with those starts, the floor: the same image running only ``python3 -m http.server`` on the
+gateway's port, so Docker's own cost of creating, networking and starting a container (most of a second
+on a small machine) is printed beside agentbox's. Results go to bench/results/image.json and are printed
+beside the previous run's figures when that file exists.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ LABELS = {
     "api_ready_s": "docker run -> /health 200 (s, median)",
     "ready_s": "docker run -> /ready 200 (s, median)",
     "all_tools_s": "docker run -> tools/list has every tool (s, median)",
-    "listed_after_ready": "listings after /ready with fewer tools (all runs)",
+    "listed_after_ready": "listings with fewer tools once /ready said the browser serves (all runs)",
     "browser_ready_s": "docker run -> first browser_navigate (s, median)",
     "idle_memory_mib": "idle memory, whole container (MiB)",
     "idle_memory_no_browser_mib": "idle memory, DISABLE_BROWSER=true (MiB)",
@@ -69,31 +69,34 @@ def wait_health(client: httpx.Client, base: str, started: float) -> float:
 
 
 def wait_all_tools(client: httpx.Client, base: str, started: float) -> dict[str, float]:
-    """Ask /ready and tools/list side by side until a second after /ready first said ok: when each
-    came, and how many listings after it had fewer tools than the final list (the promise: none)."""
+    """Ask /ready and tools/list side by side until a second after /ready first said ok with the
+    browser serving (its ``browser`` field; by default /ready does not wait for it): when each came,
+    and how many listings after that had fewer tools than the final list (the promise: none)."""
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-    samples: list[tuple[float, bool, int]] = []
-    ready_at: float | None = None
-    while time.monotonic() - started < TIMEOUT and (ready_at is None or time.monotonic() - ready_at < 1):
+    samples: list[tuple[float, bool, bool, int]] = []  # (s since start, ready, browser serving, tools)
+    whole_at: float | None = None
+    while time.monotonic() - started < TIMEOUT and (whole_at is None or time.monotonic() - whole_at < 1):
         try:
-            ready = client.get(f"{base}/ready", timeout=5).status_code == 200
+            answer = client.get(f"{base}/ready", timeout=5)
             tools = len(client.post(f"{base}/mcp", json=body, timeout=30).json()["result"]["tools"])
         except (httpx.HTTPError, ValueError, KeyError):
             time.sleep(POLL)
             continue
         now = time.monotonic()
-        samples.append((now - started, ready, tools))
-        if ready and ready_at is None:
-            ready_at = now
+        ready = answer.status_code == 200
+        browser = answer.json().get("browser", "ready") == "ready"
+        samples.append((now - started, ready, browser, tools))
+        if ready and browser and whole_at is None:
+            whole_at = now
         time.sleep(POLL)
-    if ready_at is None:
-        raise TimeoutError("/ready never answered 200")
-    final = samples[-1][2]
+    if whole_at is None:
+        raise TimeoutError("/ready never answered 200 with the browser serving")
+    final = samples[-1][3]
     first_ready = next(i for i, sample in enumerate(samples) if sample[1])
     return {
         "ready_s": samples[first_ready][0],
-        "all_tools_s": next(t for t, _, tools in samples if tools == final),
-        "listed_after_ready": sum(tools < final for _, _, tools in samples[first_ready:]),
+        "all_tools_s": next(t for t, _, _, tools in samples if tools == final),
+        "listed_after_ready": sum(tools < final for _, ready, browser, tools in samples if ready and browser),
     }
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._harness import BIN, rss_mib, tree_pss_mib
+from bench._harness import BIN, parse_or_serve, rss_mib, tree_pss_mib
 from tests.support.servers import free_port, stop_group
 
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
@@ -120,11 +120,8 @@ def start_once(args: list[str], first_calls: bool = False) -> tuple[float, float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--mcpserver", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.mcpserver:
-        run_mcpserver(args.port)
+    args = parse_or_serve(parser, run_mcpserver, "--mcpserver")
+    if args is None:
         return
     root = Path(__file__).resolve().parent.parent
     for source in ("services", "bench", "tests/support"):  # the floor imports the last two

@@ -226,9 +226,9 @@ def test_timeout_header_kills_the_agent(client: openai.OpenAI, stand_in: StandIn
         client.chat.completions.create(
             model="opus",
             messages=user("CHILD\nSLEEP 30"),
-            extra_headers={"x-aicodebox-timeout-seconds": "0.5"},
+            extra_headers={"x-aicodebox-timeout-seconds": "2.5"},
         )
-    assert failed.value.body["message"].startswith("agent timed out: timeout after 0.5s")
+    assert failed.value.body["message"].startswith("agent timed out: timeout after 2.5s")
     (call,) = stand_in.calls()
     wait_gone([call["pid"], call["child"]])
 

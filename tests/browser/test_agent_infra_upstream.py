@@ -19,7 +19,7 @@ from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.headless_chromium import pages_app
 from tests.support.jsonrpc import call_tool, list_tool_names, tool_text
-from tests.support.requirements import require_chromium, require_npm
+from tests.support.requirements import npm_installed, require_chromium
 from tests.support.servers import free_port, serve_app, wait_http
 
 pytestmark = pytest.mark.chromium
@@ -28,20 +28,9 @@ BUILTIN_BROWSER_TOOLS = ["browser_get_info", "browser_gui_screenshot", "browser_
 
 
 def installed_server() -> Path:
-    """The package's command, installed once into a cache folder (``AGENTBOX_TEST_CACHE``)."""
-    npm = require_npm()
-    cache = Path(os.environ.get("AGENTBOX_TEST_CACHE", Path.home() / ".cache" / "agentbox-tests"))
-    prefix = cache / PACKAGE.replace("/", "_").replace("@", "")
-    command = prefix / "node_modules" / ".bin" / "mcp-server-browser"
-    if not command.exists():
-        prefix.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", PACKAGE],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0 and command.exists(), f"npm install {PACKAGE} failed:\n{done.stderr[-2000:]}"
+    """The package's command, installed once into the test cache."""
+    command = npm_installed(PACKAGE, PACKAGE.replace("/", "_").replace("@", "")) / ".bin" / "mcp-server-browser"
+    assert command.exists(), f"npm install {PACKAGE} gave no mcp-server-browser command"
     return command
 
 

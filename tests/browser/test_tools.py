@@ -16,6 +16,7 @@ from agentbox_browser.tools import ORDER
 from tests.browser.conftest import VIEWPORT, BrowserProgram, png_size
 from tests.support.jsonrpc import list_tool_names, rpc
 from tests.support.png import decode_png
+from tests.support.polling import until
 from tests.support.schemas import strictness_problems
 from tests.support.servers import free_port
 
@@ -300,6 +301,14 @@ def test_errors_are_tool_errors_and_the_browser_keeps_working(browser: BrowserPr
     assert "Welcome home" in browser.ok("browser_get_text")
 
 
+def test_a_navigation_right_after_a_failed_one_loads(browser: BrowserProgram, site: str) -> None:
+    """Chromium commits a failed navigation's error page a moment after the failure is reported; the
+    next navigation must not come back "interrupted" by it."""
+    for _ in range(5):
+        browser.error("browser_navigate", {"url": f"http://127.0.0.1:{free_port()}/"})
+        assert browser.ok("browser_navigate", {"url": f"{site}/"}).startswith(f"Navigated to {site}/")
+
+
 def test_navigation_timeout_is_an_error_and_the_browser_recovers(browser: BrowserProgram, site: str) -> None:
     message = browser.error("browser_navigate", {"url": f"{site}/slow"})
     assert message == f"navigation to {site}/slow timed out after 3 s (the page may still be loading)"
@@ -328,12 +337,13 @@ def test_outside_cdp_clients_share_the_context(browser: BrowserProgram, site: st
             assert f"{site}/form" in [page.url for page in context.pages]
             page = context.new_page()
             page.goto(f"{site}/long")
-            # A tab opened by an outside client becomes the current one for the tools.
-            assert "Top" in browser.ok("browser_get_text")
+            # A tab opened by an outside client becomes the current one for the tools (once the
+            # program hears of it: CDP's events come asynchronously).
+            until(lambda: "Top" in browser.ok("browser_get_text"), 10)
             page.close()
         finally:
             outside.close()
-    assert "Search form" in browser.ok("browser_get_text")
+    until(lambda: "Search form" in browser.ok("browser_get_text"), 10)
 
 
 @pytest.mark.anyio

@@ -146,3 +146,30 @@ async def test_every_finished_call_is_told_once_with_its_outcome() -> None:
         with pytest.raises(MCPError):
             await client.call_tool("nope", {})
     assert told == [("echo", False), ("bug", True), ("<unknown>", None)]
+
+
+async def test_a_tool_is_handed_its_call_context_explicitly_and_never_publishes_it() -> None:
+    """A handler of two parameters gets what the server's ``call_context`` built for that very call
+    (here the JSON-RPC request id); one of the arguments alone is called without it."""
+    seen: list[object] = []
+
+    async def reads_its_call(args: dict[str, Any], call: str) -> types.CallToolResult:
+        seen.append(call)
+        return text_result(f"{call}:{args.get('note', '')}")
+
+    specs = [ToolSpec("ctx", "reads its call", NESTED, reads_its_call), ToolSpec("plain", "echo", NESTED, _echo)]
+    server = build_server(
+        "test",
+        ToolRegistry(specs),
+        version="1",
+        instructions="tests",
+        call_context=lambda ctx: f"call-{ctx.request_id}",
+    )
+    async with Client(server) as client:
+        published = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+        first = await client.call_tool("ctx", {"note": "a"})
+        second = await client.call_tool("ctx", {"note": "b"})
+        plain = await client.call_tool("plain", {"note": "c"})
+    assert published == {"ctx": NESTED, "plain": NESTED}
+    assert len(set(seen)) == 2 and [_text(first), _text(second)] == [f"{seen[0]}:a", f"{seen[1]}:b"]
+    assert _text(plain) == '{"note":"c"}'

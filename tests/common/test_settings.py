@@ -1,5 +1,5 @@
 """The declared-settings mechanism (``agentbox_common.settings``) on a small settings class: one
-declaration gives the variable's reading, the flag and its help, and the README's default text."""
+declaration gives the variable's reading, the flag and its help, and the docs' default text."""
 
 from __future__ import annotations
 

@@ -155,6 +155,9 @@ def test_code_only_template_is_the_browser_template_without_the_browser() -> Non
     code_env = container(code)["env"]
     assert {"name": "DISABLE_BROWSER", "value": "true"} in code_env
     code_env.remove({"name": "DISABLE_BROWSER", "value": "true"})
+    browser_env = container(browser)["env"]
+    assert {"name": "BROWSER_START_MODE", "value": "auto"} in browser_env  # ready once the page tools are
+    browser_env.remove({"name": "BROWSER_START_MODE", "value": "auto"})
     for sandbox_template in (browser, code):
         sandbox_template["metadata"]["name"] = "x"
         sandbox_template["spec"]["podTemplate"]["metadata"]["labels"].pop("agentbox.dev/pool")

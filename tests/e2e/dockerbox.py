@@ -24,6 +24,8 @@ import httpx
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 
+from tests.support.jsonrpc import call_tool, tool_json, tool_text
+
 REPO = Path(__file__).resolve().parents[2]
 #: Set AGENTBOX_E2E_LABEL to give parallel runs on one engine their own leftovers to clean up.
 LABEL = os.environ.get("AGENTBOX_E2E_LABEL", "agentbox-e2e")
@@ -58,6 +60,36 @@ def build_image(
             raise BuildFailed(f"building {tag} from {path / dockerfile} failed: {chunk['error']}\n{tail}")
     client.images.get(tag)  # raises when the build produced nothing
     return tag
+
+
+def build_on(client: docker.DockerClient, base: str, *, folder: Path, tag: str) -> str:
+    """Build ``folder``'s Dockerfile FROM ``base`` (its ``BASE_IMAGE`` build argument), as the example
+    child images and deploy/reverse-proxy are meant to be built."""
+    return build_image(client, path=folder, dockerfile="Dockerfile", tag=tag, buildargs={"BASE_IMAGE": base})
+
+
+def write_in_box(box: Box, auth: dict[str, str], path: str, content: str) -> None:
+    """Write ``content`` to ``path`` in the container with ``sandbox_file_operations``, as an agent does."""
+    written = call_tool(
+        box.url(8091, "/mcp"),
+        "sandbox_file_operations",
+        {"action": "write", "path": path, "content": content},
+        headers=auth,
+    )
+    assert written["isError"] is False, tool_text(written)
+
+
+def start_in_box(box: Box, auth: dict[str, str], command: str, ready_url: str) -> None:
+    """Start ``command`` in the container, detached as an agent starts a dev server, and wait (10 s at
+    the most) until ``ready_url`` answers inside it."""
+    ready = f"for i in $(seq 100); do curl -fs -o /dev/null {ready_url} && echo serving && break; sleep 0.1; done"
+    serve = call_tool(
+        box.url(8091, "/mcp"),
+        "sandbox_execute_bash",
+        {"cmd": f"(setsid nohup {command} &); {ready}", "timeout": 30},
+        headers=auth,
+    )
+    assert "serving" in tool_json(serve)["output"], tool_text(serve)
 
 
 def unique(prefix: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.jsonrpc import call_tool, list_tool_names, tool_json, tool_text
 
-from .dockerbox import REPO, build_image, mcp_payload, mcp_post, running_box
+from .dockerbox import REPO, build_on, mcp_payload, mcp_post, running_box
 
 pytestmark = pytest.mark.docker
 
@@ -18,24 +18,14 @@ EXAMPLES = REPO / "images/examples"
 
 @pytest.fixture(scope="module")
 def hello_image(docker_client: docker.DockerClient, agentbox_image: str) -> str:
-    return build_image(
-        docker_client,
-        path=EXAMPLES / "child-mcp-server",
-        dockerfile="Dockerfile",
-        tag="agentbox-child-mcp-server:e2e",
-        buildargs={"BASE_IMAGE": agentbox_image},
+    return build_on(
+        docker_client, agentbox_image, folder=EXAMPLES / "child-mcp-server", tag="agentbox-child-mcp-server:e2e"
     )
 
 
 @pytest.fixture(scope="module")
 def claude_image(docker_client: docker.DockerClient, agentbox_image: str) -> str:
-    return build_image(
-        docker_client,
-        path=EXAMPLES / "child-claude",
-        dockerfile="Dockerfile",
-        tag="agentbox-child-claude:e2e",
-        buildargs={"BASE_IMAGE": agentbox_image},
-    )
+    return build_on(docker_client, agentbox_image, folder=EXAMPLES / "child-claude", tag="agentbox-child-claude:e2e")
 
 
 def test_child_mcp_server_tools_join_the_gateway_with_its_prefix(

@@ -16,7 +16,7 @@ from tests.support.jsonrpc import call_tool, rpc, tool_json, tool_text
 from tests.support.png import decode_png
 
 from .conftest import API_KEY, MCP_TOKEN
-from .dockerbox import Box
+from .dockerbox import Box, start_in_box, write_in_box
 
 pytestmark = pytest.mark.docker
 
@@ -119,27 +119,13 @@ def test_tools_list_is_builtins_then_browser_page_tools(box: Box, auth: dict[str
 def test_browser_navigates_to_a_page_served_inside_the_container(box: Box, auth: dict[str, str]) -> None:
     url = mcp(box)
     wait_for_tools(box, auth, "browser_navigate")
-    write = call_tool(
-        url,
-        "sandbox_file_operations",
-        {"action": "write", "path": "/tmp/site/index.html", "content": PAGE},
-        headers=auth,
+    write_in_box(box, auth, "/tmp/site/index.html", PAGE)
+    start_in_box(
+        box,
+        auth,
+        "python3 -m http.server 8765 --bind 127.0.0.1 --directory /tmp/site >/tmp/site.log 2>&1",
+        "http://127.0.0.1:8765/",
     )
-    assert write["isError"] is False, tool_text(write)
-    serve = call_tool(
-        url,
-        "sandbox_execute_bash",
-        {
-            "cmd": (
-                "(setsid nohup python3 -m http.server 8765 --bind 127.0.0.1 --directory /tmp/site "
-                ">/tmp/site.log 2>&1 &); for i in $(seq 100); do curl -fs -o /dev/null http://127.0.0.1:8765/ "
-                "&& echo serving && break; sleep 0.1; done"
-            ),
-            "timeout": 30,
-        },
-        headers=auth,
-    )
-    assert "serving" in tool_json(serve)["output"], tool_text(serve)
 
     navigate = call_tool(url, "browser_navigate", {"url": "http://127.0.0.1:8765/"}, headers=auth)
     assert navigate["isError"] is False, tool_text(navigate)

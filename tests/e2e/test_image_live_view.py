@@ -19,7 +19,7 @@ from tests.support.browser_pages import browser_context
 from tests.support.jsonrpc import call_tool, tool_json, tool_text
 from tests.support.png import decode_png
 
-from .dockerbox import Box, running_box
+from .dockerbox import Box, running_box, start_in_box, write_in_box
 from .test_image_gateway import wait_for_tools
 
 pytestmark = pytest.mark.docker
@@ -43,30 +43,11 @@ def live_box(docker_client: docker.DockerClient, agentbox_image: str) -> Iterato
 
 
 def serve_page(box: Box) -> str:
-    url = box.url(8091, "/mcp")
     for name, content in (("index.html", PAGE), ("button.html", BUTTON_PAGE)):
-        written = call_tool(
-            url,
-            "sandbox_file_operations",
-            {"action": "write", "path": f"/tmp/green/{name}", "content": content},
-            headers=AUTH,
-        )
-        assert not written["isError"], tool_text(written)
-    serve = call_tool(
-        url,
-        "sandbox_execute_bash",
-        {
-            "cmd": (
-                "(setsid nohup python3 -m http.server 8766 --bind 127.0.0.1 --directory /tmp/green >/dev/null 2>&1 &);"
-                " for i in $(seq 100); do curl -fs -o /dev/null http://127.0.0.1:8766/ && echo serving && break;"
-                " sleep 0.1; done"
-            ),
-            "timeout": 30,
-        },
-        headers=AUTH,
-    )
-    assert "serving" in tool_text(serve)
-    return "http://127.0.0.1:8766/"
+        write_in_box(box, AUTH, f"/tmp/green/{name}", content)
+    page = "http://127.0.0.1:8766/"
+    start_in_box(box, AUTH, "python3 -m http.server 8766 --bind 127.0.0.1 --directory /tmp/green >/dev/null 2>&1", page)
+    return page
 
 
 def test_the_live_view_shows_the_page_the_agent_navigated_to(live_box: Box) -> None:

@@ -13,11 +13,11 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from tests.support.jsonrpc import call_tool, tool_json, tool_text
+from tests.support.jsonrpc import call_tool, tool_json
 from tests.support.preview import APP, echo, memory_kib
 
 from .conftest import API_KEY
-from .dockerbox import Box
+from .dockerbox import Box, start_in_box, write_in_box
 
 pytestmark = pytest.mark.docker
 
@@ -30,28 +30,13 @@ MIB = 1024 * 1024
 def app(box: Box) -> int:
     """The test app, started inside the container the way an agent would start a dev server."""
     auth = {"Authorization": f"Bearer {API_KEY}"}
-    url = box.url(8091, "/mcp")
-    write = call_tool(
-        url,
-        "sandbox_file_operations",
-        {"action": "write", "path": "/tmp/preview/app.py", "content": APP_SOURCE},
-        headers=auth,
+    write_in_box(box, auth, "/tmp/preview/app.py", APP_SOURCE)
+    start_in_box(
+        box,
+        auth,
+        f"python3 /tmp/preview/app.py --port {APP_PORT} >/tmp/preview/app.log 2>&1",
+        f"http://127.0.0.1:{APP_PORT}/ready",
     )
-    assert write["isError"] is False, tool_text(write)
-    serve = call_tool(
-        url,
-        "sandbox_execute_bash",
-        {
-            "cmd": (
-                f"(setsid nohup python3 /tmp/preview/app.py --port {APP_PORT} >/tmp/preview/app.log 2>&1 &); "
-                f"for i in $(seq 100); do curl -fs -o /dev/null http://127.0.0.1:{APP_PORT}/ready "
-                "&& echo serving && break; sleep 0.1; done"
-            ),
-            "timeout": 30,
-        },
-        headers=auth,
-    )
-    assert "serving" in tool_json(serve)["output"], tool_text(serve)
     return APP_PORT
 
 

@@ -19,10 +19,8 @@ from tests.support.preview_browser import (
     EVIL_PAGE,
     assert_all_failed,
     assert_dashboard_can,
-    attempts_of,
     browser_context,
-    open_dashboard,
-    open_from_dashboard,
+    open_both_ways,
 )
 
 from .dockerbox import Box, running_box
@@ -63,15 +61,7 @@ def context() -> Iterator[BrowserContext]:
 def test_a_previewed_page_cannot_act_as_the_person(served: Box, context: BrowserContext) -> None:
     key = KEY if f"AIO_API_KEY={KEY}" in served.container.attrs["Config"]["Env"] else None
     gateway = served.url(8091)
-    dashboard = open_dashboard(context, gateway, key)
-    assert_dashboard_can(dashboard)
-
-    path_form = context.new_page()
-    path_form.goto(f"{gateway}/proxy/{APP_PORT}/?tag=path")
-    assert_all_failed(attempts_of(path_form))
-
-    preview = open_from_dashboard(context, dashboard, APP_PORT)
-    results = attempts_of(preview)
+    dashboard, preview, results = open_both_ways(context, gateway, key, APP_PORT)
     origin = f"http://{APP_PORT}.localhost:{served.ports[8091]}"
     assert preview.url == f"{origin}/"  # on its own origin, the ticket gone from the URL
     assert_all_failed(results)

@@ -1,6 +1,8 @@
 """Start-up that tells the truth, in the image: from ``docker run`` on, ``/ready`` and ``tools/list`` are
-asked side by side; once ``/ready`` says ok, no listing has fewer tools than the final one (the
-built-ins and the browser program's page tools), and Docker's own health turns healthy only then."""
+asked side by side. With ``BROWSER_START_MODE=auto``, once ``/ready`` says ok no listing has fewer tools
+than the final one (the built-ins and the browser program's page tools), and Docker's own health turns
+healthy only then. With the default, ``async``, ``/ready`` does not wait for the browser program, and its
+``browser`` field is the truth: every listing while it says ``ready`` has every tool."""
 
 from __future__ import annotations
 
@@ -21,30 +23,56 @@ AUTH = {"Authorization": f"Bearer {API_KEY}"}
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 
 
-def test_no_listing_after_ready_has_fewer_tools(docker_client: docker.DockerClient, agentbox_image: str) -> None:
-    with running_box(docker_client, agentbox_image, {"AIO_API_KEY": API_KEY}, wait_health=False) as box:
-        samples: list[tuple[float, bool, int, str | None]] = []  # (s since start, ready, tools, health)
+def start_up_samples(
+    docker_client: docker.DockerClient, image: str, env: dict[str, str]
+) -> list[tuple[bool, str | None, int, str | None]]:
+    """``(ready, its browser field, tools listed, Docker health)`` every 0.1 s from ``docker run`` until
+    the browser has served for 4 s."""
+    with running_box(docker_client, image, {"AIO_API_KEY": API_KEY, **env}, wait_health=False) as box:
+        samples: list[tuple[bool, str | None, int, str | None]] = []
         started = time.monotonic()
-        ready_at: float | None = None
+        browser_at: float | None = None
         with httpx.Client(timeout=10, headers={**AUTH, "Accept": "application/json, text/event-stream"}) as http:
-            while time.monotonic() - started < 90 and (ready_at is None or time.monotonic() - ready_at < 4):
+            while time.monotonic() - started < 90 and (browser_at is None or time.monotonic() - browser_at < 4):
                 try:
-                    ready = http.get(box.url(8091, "/ready")).status_code == 200
+                    answer = http.get(box.url(8091, "/ready"))
                     listed = http.post(box.url(8091, "/mcp"), json=LIST).json()["result"]["tools"]
                 except httpx.TransportError:
                     time.sleep(0.1)
                     continue
                 box.container.reload()
                 health = box.container.attrs["State"].get("Health", {}).get("Status")
-                samples.append((time.monotonic() - started, ready, len(listed), health))
-                if ready and ready_at is None:
-                    ready_at = time.monotonic()
+                browser = answer.json().get("browser")
+                samples.append((answer.status_code == 200, browser, len(listed), health))
+                if answer.status_code == 200 and browser == "ready" and browser_at is None:
+                    browser_at = time.monotonic()
                 time.sleep(0.1)
-        assert ready_at is not None, f"/ready never answered 200: {samples[-5:]}\n{box.logs()}"
-        final = samples[-1][2]
-        assert final > len(BUILTIN_TOOLS)  # the browser program's tools are in
-        first_ready = next(i for i, sample in enumerate(samples) if sample[1])
-        assert all(tools == final for _, _, tools, _ in samples[first_ready:]), samples
-        assert all(tools == final for _, _, tools, health in samples if health == "healthy"), samples
-        before_ready = [tools for _, ready, tools, _ in samples[:first_ready]]
-        assert all(tools <= final for tools in before_ready)
+        assert browser_at is not None, f"the browser never served: {samples[-5:]}\n{box.logs()}"
+    return samples
+
+
+def test_with_auto_no_listing_after_ready_has_fewer_tools(
+    docker_client: docker.DockerClient, agentbox_image: str
+) -> None:
+    samples = start_up_samples(docker_client, agentbox_image, {"BROWSER_START_MODE": "auto"})
+    final = samples[-1][2]
+    assert final > len(BUILTIN_TOOLS)  # the browser program's tools are in
+    first_ready = next(i for i, sample in enumerate(samples) if sample[0])
+    assert all(tools == final for _, _, tools, _ in samples[first_ready:]), samples
+    assert all(tools == final for _, _, tools, health in samples if health == "healthy"), samples
+    assert all(browser == "ready" for _, browser, _, _ in samples[first_ready:]), samples
+    assert all(tools <= final for _, _, tools, _ in samples[:first_ready])
+
+
+def test_by_default_ready_does_not_wait_for_the_browser_and_says_so(
+    docker_client: docker.DockerClient, agentbox_image: str
+) -> None:
+    samples = start_up_samples(docker_client, agentbox_image, {})
+    final = samples[-1][2]
+    assert final > len(BUILTIN_TOOLS)
+    assert all(browser in ("starting", "ready") for ok, browser, _, _ in samples if ok), samples
+    assert all(tools == final for ok, browser, tools, _ in samples if ok and browser == "ready"), samples
+    assert all(browser == "starting" for ok, browser, tools, _ in samples if ok and tools < final), samples
+    first_ready = next(i for i, sample in enumerate(samples) if sample[0])
+    assert all(sample[0] for sample in samples[first_ready:]), samples  # ready stays ready
+    assert all(tools >= len(BUILTIN_TOOLS) for ok, _, tools, _ in samples if ok), samples

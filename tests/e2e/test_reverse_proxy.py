@@ -19,7 +19,7 @@ import pytest
 from websockets.sync.client import connect
 
 from .conftest import MCP_TOKEN
-from .dockerbox import LABEL, REPO, Box, build_image, mcp_payload, mcp_post, running_box, unique
+from .dockerbox import LABEL, REPO, Box, build_on, mcp_payload, mcp_post, running_box, unique
 
 pytestmark = pytest.mark.docker
 
@@ -29,13 +29,7 @@ PUBLISHED = (8091, 8080, 8081, 80)
 
 @pytest.fixture(scope="module")
 def proxy_image(docker_client: docker.DockerClient, base_image: str) -> str:
-    return build_image(
-        docker_client,
-        path=REPO / "deploy/reverse-proxy",
-        dockerfile="Dockerfile",
-        tag="agentbox-proxy:e2e",
-        buildargs={"BASE_IMAGE": base_image},
-    )
+    return build_on(docker_client, base_image, folder=REPO / "deploy/reverse-proxy", tag="agentbox-proxy:e2e")
 
 
 @contextlib.contextmanager

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -22,25 +23,33 @@ pytestmark = pytest.mark.anyio
 CRON = console_script("agentbox-cron")
 
 
-def shared_job(tmp_path: Path, mode_env: dict[str, str], name: str, instruction: str) -> dict[str, str]:
-    """cron's environment with one every-second job in the workspace ``shared``."""
-    job = {"name": name, "schedule": "* * * * * *", "workspace": "shared", "instruction": instruction}
-    return {**mode_env, "AICODEBOX_CRON_MODE_FILE": str(write_jobs(tmp_path / "cron.yml", [job]))}
+SharedJob = Callable[[str, str], dict[str, str]]
+
+
+@pytest.fixture
+def shared_job(tmp_path: Path, mode_env: dict[str, str]) -> SharedJob:
+    """cron's environment with one every-second job, named and told what to do, in the workspace ``shared``."""
+
+    def job_env(name: str, instruction: str) -> dict[str, str]:
+        job = {"name": name, "schedule": "* * * * * *", "workspace": "shared", "instruction": instruction}
+        return {**mode_env, "AICODEBOX_CRON_MODE_FILE": str(write_jobs(tmp_path / "cron.yml", [job]))}
+
+    return job_env
+
+
+@pytest.fixture
+def mcp_url(make_settings) -> Iterator[str]:  # noqa: F811
+    """MCP mode in this process, on the workspaces cron runs in."""
+    with serve_settings(make_settings()) as base:
+        yield f"{base}/mcp"
 
 
 async def test_mcp_is_refused_while_cron_runs_in_the_workspace(
-    tmp_path: Path,
-    mode_env: dict[str, str],
-    stand_in: StandIn,
-    workspace: Path,
-    make_settings,  # noqa: F811
+    shared_job: SharedJob, mcp_url: str, stand_in: StandIn, workspace: Path
 ) -> None:
-    with (
-        run_command([CRON], shared_job(tmp_path, mode_env, "hold", "CHILD\nSLEEP 30")) as cron,
-        serve_settings(make_settings()) as base,
-    ):
+    with run_command([CRON], shared_job("hold", "CHILD\nSLEEP 30")) as cron:
         (call,) = await anyio.to_thread.run_sync(stand_in.wait_for_calls, 1)
-        async with mcp_client(f"{base}/mcp") as client:
+        async with mcp_client(mcp_url) as client:
             started = time.monotonic()
             outcome = await client.call_tool("run_prompt", {"prompt": "ANSWER no", "workspace": "shared"})
         assert time.monotonic() - started < 2
@@ -65,24 +74,19 @@ def read_until(stream: IO[bytes], text: str, timeout: float) -> str:
 
 
 async def test_cron_skips_its_tick_while_mcp_runs_in_the_workspace(
-    tmp_path: Path,
-    mode_env: dict[str, str],
-    stand_in: StandIn,
-    workspace: Path,
-    make_settings,  # noqa: F811
+    shared_job: SharedJob, mcp_url: str, stand_in: StandIn, workspace: Path
 ) -> None:
-    with serve_settings(make_settings()) as base:
-        async with mcp_client(f"{base}/mcp") as client, anyio.create_task_group() as tg:
-            tg.start_soon(client.call_tool, "run_prompt", {"prompt": "CHILD\nSLEEP 30", "workspace": "shared"})
-            (call,) = await anyio.to_thread.run_sync(stand_in.wait_for_calls, 1)
-            with run_command([CRON], shared_job(tmp_path, mode_env, "blocked", "ANSWER cron ran")) as cron:
-                assert cron.stdout is not None
-                log = await anyio.to_thread.run_sync(read_until, cron.stdout, "is busy with another run", 30.0)
-                await anyio.sleep(1.5)  # more ticks, all skipped
-                assert len(stand_in.calls()) == 1  # cron started no agent
-                stop_group(cron)
-                log += cron.stdout.read().decode(errors="replace")
-            tg.cancel_scope.cancel()
+    async with mcp_client(mcp_url) as client, anyio.create_task_group() as tg:
+        tg.start_soon(client.call_tool, "run_prompt", {"prompt": "CHILD\nSLEEP 30", "workspace": "shared"})
+        (call,) = await anyio.to_thread.run_sync(stand_in.wait_for_calls, 1)
+        with run_command([CRON], shared_job("blocked", "ANSWER cron ran")) as cron:
+            assert cron.stdout is not None
+            log = await anyio.to_thread.run_sync(read_until, cron.stdout, "is busy with another run", 30.0)
+            await anyio.sleep(1.5)  # more ticks, all skipped
+            assert len(stand_in.calls()) == 1  # cron started no agent
+            stop_group(cron)
+            log += cron.stdout.read().decode(errors="replace")
+        tg.cancel_scope.cancel()
     assert "cron job blocked: tick at" in log
     assert f"skipped: workspace {workspace / 'shared'} is busy with another run" in log
     await anyio.to_thread.run_sync(wait_gone, [call["pid"], call["child"]])

@@ -19,6 +19,7 @@ import yaml
 from tests.mcp_mode.helpers import StandIn, wait_gone
 from tests.mcp_mode.test_openai_agent import ScriptedModel, final
 from tests.support.fake_bot_api import FakeBotApi, parsed
+from tests.support.folders import new_folder
 from tests.support.servers import console_script, run_command
 
 from .conftest import TOKEN
@@ -58,6 +59,12 @@ def start_bot(
             return process
 
         yield start
+
+
+@pytest.fixture
+def chat_dir(workspace: Path) -> Path:
+    """The allowed chat's own workspace folder, made before the bot starts, for files put there first."""
+    return new_folder(workspace, f"chat_{CHAT}")
 
 
 def test_an_allowed_chat_gets_the_agents_answer(start_bot, bot_api: tuple[FakeBotApi, str], workspace: Path) -> None:
@@ -176,11 +183,9 @@ def test_an_upload_bigger_than_declared_stops_at_the_cap(
 
 
 def test_an_upload_never_writes_through_a_symlink_out_of_the_chat_workspace(
-    start_bot, bot_api: tuple[FakeBotApi, str], workspace: Path
+    start_bot, bot_api: tuple[FakeBotApi, str], workspace: Path, chat_dir: Path
 ) -> None:
     fake, _ = bot_api
-    chat_dir = workspace / f"chat_{CHAT}"
-    chat_dir.mkdir()
     (workspace / "outside.txt").write_text("keep")
     (chat_dir / "notes.txt").symlink_to(workspace / "outside.txt")
     fake.add_file("doc-1", b"overwritten?")
@@ -193,11 +198,9 @@ def test_an_upload_never_writes_through_a_symlink_out_of_the_chat_workspace(
 
 
 def test_send_file_sends_a_workspace_file_and_refuses_one_outside(
-    start_bot, bot_api: tuple[FakeBotApi, str], workspace: Path
+    start_bot, bot_api: tuple[FakeBotApi, str], workspace: Path, chat_dir: Path
 ) -> None:
     fake, _ = bot_api
-    chat_dir = workspace / f"chat_{CHAT}"
-    chat_dir.mkdir()
     (chat_dir / "report.txt").write_text("the report")
     (workspace / "secret.txt").write_text("outside the chat workspace")
     start_bot()

@@ -8,6 +8,7 @@ import pytest
 
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
+from tests.support.folders import new_folder
 from tests.support.headless_chromium import Chromium, headless_chromium, pages_app
 from tests.support.servers import serve_app
 
@@ -20,9 +21,7 @@ def isolated_settings(skills: Path) -> GatewaySettings:
 
 @pytest.fixture
 def gateway_settings(tmp_path: Path) -> GatewaySettings:
-    skills = tmp_path / "skills"
-    skills.mkdir()
-    return isolated_settings(skills)
+    return isolated_settings(new_folder(tmp_path, "skills"))
 
 
 @pytest.fixture

@@ -20,9 +20,8 @@ from starlette.routing import Route
 
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
+from tests.gateway.upstreams.test_aggregation_fakes import tool, upstream_app
 from tests.support.servers import serve_app
-
-from .test_aggregation_fakes import tool, upstream_app
 
 
 def doctor(

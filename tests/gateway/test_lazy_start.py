@@ -19,9 +19,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agentbox_gateway import rest
 from agentbox_gateway.app import build_app
+from agentbox_gateway.doors import rest
 from agentbox_gateway.settings import GatewaySettings
+from tests.support import shared_http
 from tests.support.servers import serve_app
 
 HEADERS = {"Accept": "application/json, text/event-stream"}
@@ -90,10 +91,12 @@ def test_start_up_and_the_first_tools_list_load_nothing_only_other_calls_use() -
 
 def test_the_rest_door_answers_its_first_request(gateway_settings: GatewaySettings) -> None:
     with serve_app(build_app(gateway_settings)) as base:
-        assert httpx.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 200
-        first = httpx.get(f"{base}/v1/sandbox", timeout=30)
+        assert (
+            shared_http.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 200
+        )
+        first = shared_http.get(f"{base}/v1/sandbox", timeout=30)
         assert first.status_code == 200 and first.json()["success"] is True
-        assert httpx.get(f"{base}/v1/openapi.json").json()["info"]["title"] == "agentbox sandbox API"
+        assert shared_http.get(f"{base}/v1/openapi.json").json()["info"]["title"] == "agentbox sandbox API"
 
 
 def interpreter_workers() -> list[str]:
@@ -113,7 +116,7 @@ def interpreter_workers() -> list[str]:
 
 def mcp_call(base: str, name: str, arguments: dict[str, str]) -> str:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-    result = httpx.post(f"{base}/mcp", json=body, headers=HEADERS, timeout=30).json()["result"]
+    result = shared_http.post(f"{base}/mcp", json=body, headers=HEADERS, timeout=30).json()["result"]
     assert not result["isError"], result
     return str(result["content"][0]["text"])
 
@@ -136,11 +139,11 @@ def test_mcp_answers_while_the_rest_door_is_being_built(
     builds = []
     real_build = rest.build_rest_app
 
-    def held_build(*args: object) -> object:
+    def held_build(*args: object, **kwargs: object) -> object:
         builds.append(1)
         building.set()
         release.wait(60)
-        return real_build(*args)  # type: ignore[arg-type]
+        return real_build(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(rest, "build_rest_app", held_build)
     listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
@@ -148,7 +151,7 @@ def test_mcp_answers_while_the_rest_door_is_being_built(
         try:
             firsts = [pool.submit(httpx.get, f"{base}/v1/sandbox", timeout=60) for _ in range(2)]
             assert building.wait(30)
-            listed = httpx.post(f"{base}/mcp", json=listing, headers=HEADERS, timeout=5)
+            listed = shared_http.post(f"{base}/mcp", json=listing, headers=HEADERS, timeout=5)
             assert listed.status_code == 200 and listed.json()["result"]["tools"]
             assert not release.is_set() and not any(first.done() for first in firsts)
         finally:

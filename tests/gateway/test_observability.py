@@ -8,7 +8,6 @@ import json
 import logging
 from dataclasses import replace
 
-import httpx
 import pytest
 
 from agentbox_common.logging import JsonFormatter, RedactSecrets
@@ -16,11 +15,11 @@ from agentbox_common.observability import ObservabilitySettings
 from agentbox_common.redaction import redact_query
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
+from tests.gateway.upstreams.test_aggregation_fakes import HeaderRecorder, tool, upstream_app
+from tests.support import shared_http
 from tests.support.jsonrpc import call_tool, rpc
 from tests.support.metrics import has, scrape, value
 from tests.support.servers import serve_app
-
-from .test_aggregation_fakes import HeaderRecorder, tool, upstream_app
 
 KEY = "obs-key-0f3e9a7c51"
 
@@ -32,8 +31,8 @@ def test_metrics_count_known_traffic(gateway: str) -> None:
     assert call_tool(mcp, "sandbox_execute_bash", {})["isError"] is True
     unknown = rpc(mcp, "tools/call", {"name": "no_such_tool", "arguments": {}}).json()
     assert unknown["error"]["code"] == -32602
-    assert httpx.get(f"{gateway}/v1/sandbox").status_code == 200
-    assert httpx.get(f"{gateway}/no/such/path/7d1").status_code == 404
+    assert shared_http.get(f"{gateway}/v1/sandbox").status_code == 200
+    assert shared_http.get(f"{gateway}/no/such/path/7d1").status_code == 404
 
     found = scrape(gateway)
     assert value(found, "agentbox_mcp_tool_calls_total", tool="sandbox_execute_bash", outcome="ok") == 3
@@ -55,17 +54,17 @@ def test_metrics_count_known_traffic(gateway: str) -> None:
 
 def test_metrics_need_the_key(gateway_settings: GatewaySettings) -> None:
     with serve_app(build_app(replace(gateway_settings, api_key=KEY))) as base:
-        refused = httpx.get(f"{base}/metrics")
+        refused = shared_http.get(f"{base}/metrics")
         assert refused.status_code == 401
         assert "agentbox_" not in refused.text
-        assert httpx.get(f"{base}/metrics", headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
+        assert shared_http.get(f"{base}/metrics", headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
 
 
 def test_metrics_off(gateway_settings: GatewaySettings) -> None:
     settings = replace(gateway_settings, observability=ObservabilitySettings(metrics=False))
     with serve_app(build_app(settings)) as base:
-        assert httpx.get(f"{base}/metrics").status_code == 404
-        assert "x-request-id" in httpx.get(f"{base}/health").headers
+        assert shared_http.get(f"{base}/metrics").status_code == 404
+        assert "x-request-id" in shared_http.get(f"{base}/health").headers
 
 
 @pytest.mark.parametrize(
@@ -74,7 +73,7 @@ def test_metrics_off(gateway_settings: GatewaySettings) -> None:
 )
 def test_request_id_echoed_or_generated(gateway: str, presented: str | None, echoed: bool) -> None:
     headers = {"x-request-id": presented.encode("utf-8")} if presented is not None else {}
-    answer = httpx.get(f"{gateway}/health", headers=headers)
+    answer = shared_http.get(f"{gateway}/health", headers=headers)
     request_id = answer.headers["x-request-id"]
     if echoed:
         assert request_id == presented
@@ -84,7 +83,7 @@ def test_request_id_echoed_or_generated(gateway: str, presented: str | None, ech
 
 def test_request_id_on_refusals(gateway_settings: GatewaySettings) -> None:
     with serve_app(build_app(replace(gateway_settings, api_key=KEY))) as base:
-        answer = httpx.post(f"{base}/mcp", json={}, headers={"x-request-id": "refused-1"})
+        answer = shared_http.post(f"{base}/mcp", json={}, headers={"x-request-id": "refused-1"})
         assert answer.status_code == 401
         assert answer.headers["x-request-id"] == "refused-1"
 
@@ -95,7 +94,7 @@ def test_request_id_reaches_upstreams(gateway_settings: GatewaySettings) -> None
         servers = {"up": {"url": f"{upstream}/mcp", "prefix": "up"}}
         with serve_app(build_app(replace(gateway_settings, mcp_servers=servers))) as base:
             rpc(f"{base}/mcp", "tools/list")
-            answer = httpx.post(
+            answer = shared_http.post(
                 f"{base}/mcp",
                 json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "up_echo"}},
                 headers={"x-request-id": "trace-up-1", "Accept": "application/json, text/event-stream"},
@@ -129,8 +128,8 @@ def test_access_log_line_without_credentials(
             {"cmd": "true"},
             headers={"Authorization": f"Bearer {KEY}", "x-request-id": "log-1"},
         )
-        httpx.get(f"{base}/v1/sandbox?api_key={KEY}&verbose=1", headers={"x-request-id": "log-2"})
-        httpx.get(f"{base}/v1/sandbox?ticket=abc123ticket", headers={"x-api-key": KEY})
+        shared_http.get(f"{base}/v1/sandbox?api_key={KEY}&verbose=1", headers={"x-request-id": "log-2"})
+        shared_http.get(f"{base}/v1/sandbox?ticket=abc123ticket", headers={"x-api-key": KEY})
     records = [r for r in caplog.records if r.name == "agentbox.access"]
     assert len(records) == 3
     formatted = [JsonFormatter().format(r) for r in records] + [r.getMessage() for r in records]
@@ -148,7 +147,7 @@ def test_access_log_line_without_credentials(
 def test_access_log_off(gateway_settings: GatewaySettings, caplog: pytest.LogCaptureFixture) -> None:
     settings = replace(gateway_settings, observability=ObservabilitySettings(access_log=False))
     with caplog.at_level(logging.INFO, logger="agentbox.access"), serve_app(build_app(settings)) as base:
-        httpx.get(f"{base}/health")
+        shared_http.get(f"{base}/health")
     assert not [r for r in caplog.records if r.name == "agentbox.access"]
 
 

@@ -1,12 +1,14 @@
 """Start-up that tells the truth: ``/ready`` is green only when every registered MCP server serves its
 tools, ``tools/list`` tells 2026-07-28 clients how long its answer holds, and a client listening with
 ``subscriptions/listen`` hears when an upstream's tools arrive and when they go away. ``/health`` stays
-the cheap liveness answer."""
+the cheap liveness answer. The browser program (the server at ``AGENTBOX_BROWSER_URL``) stays off
+``/ready`` unless ``BROWSER_START_MODE=auto``, and the body says whether it serves yet."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,9 +18,11 @@ import pytest
 from mcp.client import Client
 from mcp.client.subscriptions import ToolsListChanged
 
+from agentbox_common.settings import ConfigError
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
-from tests.gateway.test_aggregation_fakes import upstream_process
+from tests.gateway.upstreams.test_aggregation_fakes import upstream_process
+from tests.support import shared_http
 from tests.support.jsonrpc import MODERN_META
 from tests.support.servers import free_port, serve_app
 
@@ -49,6 +53,7 @@ def test_ready_waits_for_every_upstream_while_health_does_not(gateway: str, late
         starting = http.get("/ready")
         assert starting.status_code == 503
         assert starting.json()["status"] == "starting" and starting.json()["waiting"] == ["late"]
+        assert starting.json()["waiting_count"] == 1  # no key set: everyone may see the names
         with upstream_process(late_port, "late", ["hello", "world"]):
             ready = http.get("/ready")
             assert ready.status_code == 200, ready.text
@@ -74,12 +79,90 @@ def test_no_call_after_ready_sees_fewer_tools_than_the_final_list(gateway: str, 
     assert all(count == final for ok, count in seen[next(i for i, (ok, _) in enumerate(seen) if ok) :]), seen
 
 
+def browser_gateway(tmp_path: Path, port: int, mode: str, **changes: object) -> AbstractContextManager[str]:
+    """A gateway whose browser program (an upstream at its ``browser_url``) is registered before it starts."""
+    settings = replace(
+        GatewaySettings.from_env({}),
+        skills_path=tmp_path,
+        browser_url=f"http://127.0.0.1:{port}",
+        mcp_servers={"browser": {"url": f"http://127.0.0.1:{port}/mcp"}},
+        browser_start_mode=mode,
+        upstream_list_cache_ttl=1.0,
+        **changes,
+    )
+    return serve_app(build_app(settings))
+
+
+def test_async_start_keeps_the_browser_off_ready_and_says_where_it_is(tmp_path: Path, late_port: int) -> None:
+    with browser_gateway(tmp_path, late_port, "async") as url, httpx.Client(base_url=url, timeout=10) as http:
+        starting = http.get("/ready")
+        assert starting.status_code == 200, starting.text
+        assert starting.json() | {"version": None} == {
+            "status": "ready",
+            "version": None,
+            "waiting": [],
+            "browser": "starting",
+            "waiting_count": 0,
+        }
+        with upstream_process(late_port, "browser", ["browser_navigate"]):
+            ready = http.get("/ready").json()
+            assert ready["status"] == "ready" and ready["browser"] == "ready", ready
+            listed = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).json()
+            assert "browser_navigate" in {t["name"] for t in listed["result"]["tools"]}
+        assert http.get("/ready").json()["browser"] == "starting"
+
+
+def test_auto_start_waits_for_the_browser(tmp_path: Path, late_port: int) -> None:
+    with browser_gateway(tmp_path, late_port, "auto") as url, httpx.Client(base_url=url, timeout=10) as http:
+        starting = http.get("/ready")
+        assert starting.status_code == 503
+        assert starting.json()["waiting"] == ["browser"] and starting.json()["browser"] == "starting"
+        with upstream_process(late_port, "browser", ["browser_navigate"]):
+            ready = http.get("/ready")
+            assert ready.status_code == 200 and ready.json()["browser"] == "ready", ready.text
+
+
+def test_the_browsers_state_is_for_key_holders(tmp_path: Path, late_port: int) -> None:
+    with browser_gateway(tmp_path, late_port, "async", api_key=KEY) as url:
+        stranger = shared_http.get(f"{url}/ready", timeout=10)
+        assert stranger.status_code == 200 and stranger.json()["waiting_count"] == 0
+        assert "browser" not in stranger.json()
+        holder = shared_http.get(f"{url}/ready", headers={"Authorization": f"Bearer {KEY}"}, timeout=10)
+        assert holder.json()["browser"] == "starting"
+
+
+def test_a_browser_start_mode_aiod_does_not_have_is_refused() -> None:
+    assert GatewaySettings.from_env({"BROWSER_START_MODE": "AUTO"}).browser_start_mode == "auto"
+    with pytest.raises(ConfigError, match="BROWSER_START_MODE must be async or auto, got 'later'"):
+        GatewaySettings.from_env({"BROWSER_START_MODE": "later"})
+
+
 def test_ready_is_public_with_a_key(tmp_path: Path) -> None:
     settings = replace(GatewaySettings.from_env({}), skills_path=tmp_path, api_key=KEY)
     with serve_app(build_app(settings)) as url:
-        answer = httpx.get(f"{url}/ready", timeout=10)
-        assert answer.status_code == 200 and answer.json()["waiting"] == []
-        assert httpx.get(f"{url}/v1/sandbox", timeout=10).status_code == 401
+        answer = shared_http.get(f"{url}/ready", timeout=10)
+        assert answer.status_code == 200 and answer.json()["waiting_count"] == 0
+        assert shared_http.get(f"{url}/v1/sandbox", timeout=10).status_code == 401
+
+
+def test_with_a_key_ready_names_the_upstreams_only_to_key_holders(tmp_path: Path, late_port: int) -> None:
+    """A public route must not tell a stranger what the sandbox aggregates: a count, not names."""
+    settings = replace(
+        GatewaySettings.from_env({}),
+        skills_path=tmp_path,
+        api_key=KEY,
+        mcp_servers={"late": {"url": f"http://127.0.0.1:{late_port}/mcp", "prefix": "late"}},
+    )
+    with serve_app(build_app(settings)) as url, httpx.Client(base_url=url, timeout=10) as http:
+        for headers, params in (({}, {}), ({"Authorization": "Bearer wrong"}, {}), ({}, {"api_key": KEY})):
+            stranger = http.get("/ready", headers=headers, params=params)
+            assert stranger.status_code == 503
+            assert stranger.json()["status"] == "starting" and stranger.json()["waiting_count"] == 1
+            assert "waiting" not in stranger.json() and "late" not in stranger.text
+        for headers in ({"Authorization": f"Bearer {KEY}"}, {"X-API-Key": KEY}):
+            holder = http.get("/ready", headers=headers)
+            assert holder.status_code == 503
+            assert holder.json()["waiting"] == ["late"] and holder.json()["waiting_count"] == 1
 
 
 def modern_list(http: httpx.Client) -> dict[str, object]:

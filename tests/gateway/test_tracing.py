@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 from mcp.server import Server
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from starlette.applications import Starlette
@@ -19,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agentbox_common.observability.tracing import untraced
+from tests.support import shared_http
 from tests.support.servers import console_script, free_port, run_command, serve_app
 
 
@@ -39,7 +39,7 @@ def test_spans_reach_the_collector(tmp_path: Path) -> None:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp, "OTEL_BSP_SCHEDULE_DELAY": "100", "HOME": str(tmp_path)}
         base = f"http://127.0.0.1:{port}"
         with run_command([console_script("aiod"), "start", "--port", str(port)], env, f"{base}/health"):
-            assert httpx.get(f"{base}/v1/sandbox", headers={"x-request-id": "traced-1"}).status_code == 200
+            assert shared_http.get(f"{base}/v1/sandbox", headers={"x-request-id": "traced-1"}).status_code == 200
             deadline = time.monotonic() + 20
             while not received and time.monotonic() < deadline:
                 time.sleep(0.1)
@@ -68,7 +68,7 @@ def test_tool_calls_have_the_mcp_sdks_span_when_tracing(tmp_path: Path) -> None:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp, "OTEL_BSP_SCHEDULE_DELAY": "100", "HOME": str(tmp_path)}
         base = f"http://127.0.0.1:{port}"
         with run_command([console_script("aiod"), "start", "--port", str(port)], env, f"{base}/health"):
-            assert httpx.post(f"{base}/mcp", json=call, headers={"Accept": "application/json"}).status_code == 200
+            assert shared_http.post(f"{base}/mcp", json=call, headers={"Accept": "application/json"}).status_code == 200
             deadline = time.monotonic() + 20
             names: list[str] = []
             while "tools/call sandbox_get_context" not in names and time.monotonic() < deadline:

@@ -8,22 +8,19 @@ from pathlib import Path
 import pytest
 
 from agentbox_mcp_mode.settings import McpModeSettings
+from tests.support.folders import new_folder
 
 from .helpers import StandIn, agent_env
 
 
 @pytest.fixture
 def stand_in(tmp_path: Path) -> StandIn:
-    directory = tmp_path / "bin"
-    directory.mkdir()
-    return StandIn(directory)
+    return StandIn(new_folder(tmp_path, "bin"))
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
+    return new_folder(tmp_path, "workspace")
 
 
 @pytest.fixture

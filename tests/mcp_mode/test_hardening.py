@@ -44,23 +44,25 @@ def test_console_commands_print_usage_and_refuse_unknown_flags(name: str, tmp_pa
     assert wrong.returncode == 2 and "unrecognized arguments: --port 9" in wrong.stderr
 
 
-def post_without_accept(url: str) -> tuple[int, str]:
-    """A tools/list the way urllib or a hand-written client sends it: no Accept header at all."""
+def post_without_accept(url: str, accept: str | None = None) -> tuple[int, str]:
+    """A tools/list the way urllib or a hand-written client sends it: no Accept header at all (or,
+    with ``accept``, only that one, a blank one included)."""
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-    connection.request("POST", parts.path, body=body, headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"} | ({"Accept": accept} if accept is not None else {})
+    connection.request("POST", parts.path, body=body, headers=headers)
     response = connection.getresponse()
     answer = (response.status, response.read().decode())
     connection.close()
     return answer
 
 
-def test_a_missing_accept_header_means_anything(make_settings) -> None:
+def test_a_missing_or_blank_accept_header_means_anything(make_settings) -> None:
     with serve_settings(make_settings()) as base:
-        for path in ("/", "/mcp"):
-            status, text = post_without_accept(base + path)
-            assert status == 200, text
+        for path, accept in (("/", None), ("/mcp", None), ("/mcp", ""), ("/", " ")):
+            status, text = post_without_accept(base + path, accept)
+            assert status == 200, (accept, text)
             data = [line[5:] for line in text.splitlines() if line.startswith("data:")]
             assert [tool["name"] for tool in json.loads(data[0])["result"]["tools"]] == TOOLS
 

@@ -8,6 +8,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -28,6 +29,12 @@ from .helpers import (
 pytestmark = pytest.mark.anyio
 
 FIXED_CODEX = ["exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
+
+
+def sleeping_run_call(request_id: int) -> dict[str, Any]:
+    """A raw ``run_prompt`` call whose agent starts a child and sleeps 30 s: one for a test to cut short."""
+    params = {"name": "run_prompt", "arguments": {"prompt": "CHILD\nSLEEP 30"}}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
 async def run(url: str, **arguments):
@@ -320,12 +327,7 @@ async def test_timeout_kills_the_process_group_and_releases_the_lock(make_settin
 async def test_client_disconnect_kills_the_agent_and_releases_the_lock(make_settings, stand_in: StandIn) -> None:
     with serve_settings(make_settings()) as base:
         url = f"{base}/mcp"
-        body = {
-            "jsonrpc": "2.0",
-            "id": 7,
-            "method": "tools/call",
-            "params": {"name": "run_prompt", "arguments": {"prompt": "CHILD\nSLEEP 30"}},
-        }
+        body = sleeping_run_call(7)
         async with httpx.AsyncClient(timeout=30) as http:
             async with http.stream("POST", url, json=body, headers=MCP_HEADERS) as response:
                 assert response.status_code == 200
@@ -335,6 +337,28 @@ async def test_client_disconnect_kills_the_agent_and_releases_the_lock(make_sett
         assert group_members(call["pgid"]) == []
         again = await run(url, prompt="ANSWER lock was released")
         assert not again.is_error and tool_text(again) == "lock was released"
+
+
+async def test_notifications_cancelled_kills_the_agent(make_settings, stand_in: StandIn) -> None:
+    """A handshake-era client cancels with ``notifications/cancelled`` on a POST of its own while the
+    call's stream stays open: the run stops, its agent is killed and the call answers at once."""
+    with serve_settings(make_settings()) as base:
+        url = f"{base}/mcp"
+        body = sleeping_run_call(41)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 41, "reason": "t"}}
+        async with httpx.AsyncClient(timeout=30) as http:
+            async with http.stream("POST", url, json=body, headers=MCP_HEADERS) as response:
+                assert response.status_code == 200
+                (call,) = await anyio.to_thread.run_sync(stand_in.wait_for_calls, 1)
+                started = time.monotonic()
+                assert (await http.post(url, json=cancel, headers=MCP_HEADERS)).status_code == 202
+                answer = "".join([chunk async for chunk in response.aiter_text()])
+                assert time.monotonic() - started < 8
+        assert '"isError":true' in answer.replace(" ", "") and "cancelled by the client" in answer
+        await anyio.to_thread.run_sync(wait_gone, [call["pid"], call["child"]])
+        assert group_members(call["pgid"]) == []
+        again = await run(url, prompt="ANSWER free after a cancel")
+        assert tool_text(again) == "free after a cancel"
 
 
 async def test_server_stays_responsive_during_a_run(make_settings, stand_in: StandIn, workspace: Path) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -13,7 +15,7 @@ from agentbox_common.settings import ConfigError
 from agentbox_mcp_mode.settings import McpModeSettings
 from tests.support.servers import console_script, free_port, run_command
 
-from .helpers import mcp_post, serve_settings, sse_json
+from .helpers import MCP_HEADERS, mcp_post, serve_settings, sse_json
 
 TOOLS = ["run_prompt", "list_files", "read_file", "write_file", "delete_file"]
 
@@ -83,13 +85,17 @@ def test_token_is_checked_before_host(make_settings) -> None:
         assert authed.status_code == 421
 
 
-def test_proxy_host_and_origin_lists_replace_the_defaults(make_settings) -> None:
-    settings = make_settings(
-        AICODEBOX_MCP_MODE_ALLOWED_HOSTS=" agent.example.com , 127.0.0.1:* ",
-        AICODEBOX_MCP_MODE_ALLOWED_ORIGINS="https://agent.example.com",
-    )
+@contextlib.contextmanager
+def proxied_mcp(make_settings: Callable[..., McpModeSettings], hosts: str, origins: str) -> Iterator[str]:
+    """The ``/mcp`` URL of MCP mode told a reverse proxy's ``hosts`` and ``origins`` (replacing its
+    loopback defaults)."""
+    settings = make_settings(AICODEBOX_MCP_MODE_ALLOWED_HOSTS=hosts, AICODEBOX_MCP_MODE_ALLOWED_ORIGINS=origins)
     with serve_settings(settings) as base:
-        url = f"{base}/mcp"
+        yield f"{base}/mcp"
+
+
+def test_proxy_host_and_origin_lists_replace_the_defaults(make_settings) -> None:
+    with proxied_mcp(make_settings, " agent.example.com , 127.0.0.1:* ", "https://agent.example.com") as url:
         assert tool_names(mcp_post(url, headers={"Host": "agent.example.com"})) == TOOLS
         assert tool_names(mcp_post(url)) == TOOLS  # 127.0.0.1:<port> via the :* entry
         assert mcp_post(url, headers={"Host": "localhost:8081"}).status_code == 421  # defaults replaced
@@ -101,12 +107,7 @@ def test_proxy_host_and_origin_lists_replace_the_defaults(make_settings) -> None
 
 
 def test_port_wildcard(make_settings) -> None:
-    settings = make_settings(
-        AICODEBOX_MCP_MODE_ALLOWED_HOSTS="agent.example.com:*",
-        AICODEBOX_MCP_MODE_ALLOWED_ORIGINS="https://agent.example.com:*",
-    )
-    with serve_settings(settings) as base:
-        url = f"{base}/mcp"
+    with proxied_mcp(make_settings, "agent.example.com:*", "https://agent.example.com:*") as url:
         headers = {"Host": "agent.example.com:8443"}
         assert tool_names(mcp_post(url, headers=headers)) == TOOLS
         assert mcp_post(url, headers={"Host": "agent.example.com"}).status_code == 421
@@ -123,6 +124,18 @@ def test_empty_list_is_a_config_error(make_settings, variable: str, value: str) 
         make_settings(**{variable: value})
 
 
+def start_refused(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``agentbox-mcp-mode`` run with ``env`` (and none of this machine's AICODEBOX_ settings) until it
+    exits, as it must at once on a bad configuration: its exit status and output."""
+    return subprocess.run(
+        [console_script("agentbox-mcp-mode")],
+        env={**_base_env(), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 @pytest.mark.parametrize("variable", ["AICODEBOX_MCP_MODE_ALLOWED_HOSTS", "AICODEBOX_MCP_MODE_ALLOWED_ORIGINS"])
 def test_console_script_refuses_to_start_with_an_empty_list(tmp_path, variable: str) -> None:
     env = {
@@ -130,26 +143,14 @@ def test_console_script_refuses_to_start_with_an_empty_list(tmp_path, variable: 
         "AICODEBOX_MCP_MODE_PORT": str(free_port()),
         variable: "",
     }
-    done = subprocess.run(
-        [console_script("agentbox-mcp-mode")],
-        env={**_base_env(), **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = start_refused(env)
     assert done.returncode == 2
     assert variable in done.stderr and "refusing to start" in done.stderr
 
 
 def test_console_script_refuses_an_unknown_adapter(tmp_path) -> None:
     env = {"AICODEBOX_WORKSPACE": str(tmp_path / "ws"), "AICODEBOX_ADAPTER": "nosuch"}
-    done = subprocess.run(
-        [console_script("agentbox-mcp-mode")],
-        env={**_base_env(), **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = start_refused(env)
     assert done.returncode == 2 and "AICODEBOX_ADAPTER" in done.stderr
 
 
@@ -203,3 +204,16 @@ def test_settings_defaults(tmp_path) -> None:
     }
     assert (settings.max_concurrent_runs, settings.max_upload_bytes) == (8, 1024**3)
     assert settings.json_retries == 3 and settings.available_models == ()
+
+
+def test_session_ids_carry_128_random_bits(make_settings) -> None:
+    """A handshake-era ``initialize`` gets an ``Mcp-Session-Id`` of 32 hex digits, every one of them
+    random: no UUID version digit (index 12) or variant bits (index 16) fixed across many ids."""
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
+    with serve_settings(make_settings()) as base, httpx.Client(timeout=30) as http:
+        ids = [http.post(f"{base}/mcp", json=body, headers=MCP_HEADERS).headers["mcp-session-id"] for _ in range(64)]
+    assert len(set(ids)) == len(ids)
+    assert all(len(value) == 32 and set(value) <= set("0123456789abcdef") for value in ids), ids
+    assert len({value[12] for value in ids}) > 1, "a fixed version digit: only 124 bits or fewer are random"
+    assert not all(value[16] in "89ab" for value in ids), "fixed variant bits: only 122 bits are random"

@@ -52,3 +52,16 @@ def browser_context(origin: str) -> Iterator[tuple[BrowserContext, Recorder]]:
             yield context, recorder
         finally:
             browser.close()
+
+
+def status_elsewhere(context: BrowserContext, url: str) -> int:
+    """The status ``url`` loads with in a new context of ``context``'s browser, one without its
+    cookies: a one-use ticket URL the first page load spent answers 401 there."""
+    assert context.browser is not None
+    again = context.browser.new_context()
+    try:
+        response = again.new_page().goto(url)
+        assert response is not None
+        return response.status
+    finally:
+        again.close()

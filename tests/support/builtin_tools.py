@@ -1,4 +1,4 @@
-"""The gateway's built-in tools in the order the README publishes them (before any upstream's)."""
+"""The gateway's built-in tools in the order docs/mcp-tools.md publishes them (before any upstream's)."""
 
 BUILTIN_TOOLS = [
     "sandbox_execute_bash",

@@ -28,65 +28,77 @@ def _require(program: str) -> str:
 
 
 @contextlib.contextmanager
-def display_stack(size: tuple[int, int] = (1280, 1024)) -> Iterator[Display]:
+def xvfb_display(size: tuple[int, int] = (1280, 1024)) -> Iterator[str]:
+    """A fresh X display from Xvfb, which picks a free display number: its name (``:<n>``)."""
     xvfb = subprocess.Popen(
         [_require("Xvfb"), "-displayfd", "1", "-screen", "0", f"{size[0]}x{size[1]}x24", "-nolisten", "tcp"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    processes: list[subprocess.Popen] = [xvfb]
-    profile = tempfile.mkdtemp(prefix="agentbox-display-")
     try:
         assert xvfb.stdout is not None
-        name = f":{xvfb.stdout.readline().decode().strip()}"
+        yield f":{xvfb.stdout.readline().decode().strip()}"
+    finally:
+        stop_group(xvfb, grace=5)
+
+
+@contextlib.contextmanager
+def chromium_on(display: str, command: list[str], profile: str, cdp_port: int) -> Iterator[str]:
+    """Chromium's ``command`` (its profile ``profile``, DevTools on loopback ``cdp_port``) headful on
+    ``display``, until its DevTools answer: their base URL. Stopped after, with its process group."""
+    chromium = subprocess.Popen(
+        command,
+        env={"DISPLAY": display, "PATH": "/usr/bin:/bin", "HOME": profile},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_http(f"http://127.0.0.1:{cdp_port}/json/version", timeout=30)
+        yield f"http://127.0.0.1:{cdp_port}"
+    finally:
+        stop(chromium)
+
+
+@contextlib.contextmanager
+def display_stack(size: tuple[int, int] = (1280, 1024)) -> Iterator[Display]:
+    with xvfb_display(size) as name, contextlib.ExitStack() as cleanup:
+        profile = tempfile.mkdtemp(prefix="agentbox-display-")
+        cleanup.callback(shutil.rmtree, profile, ignore_errors=True)
         vnc_port, cdp_port = free_port(), free_port()
-        processes.append(
-            subprocess.Popen(
-                [
-                    _require("x11vnc"),
-                    "-display",
-                    name,
-                    "-rfbport",
-                    str(vnc_port),
-                    "-localhost",
-                    "-forever",
-                    "-shared",
-                    "-nopw",
-                    "-quiet",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        )
-        chromium = subprocess.Popen(
+        x11vnc = subprocess.Popen(
             [
-                require_chromium(),
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-sync",
-                "--disable-background-networking",
-                "--kiosk",
-                f"--window-size={size[0]},{size[1]}",
-                "--window-position=0,0",
-                f"--user-data-dir={profile}",
-                "--remote-debugging-address=127.0.0.1",
-                f"--remote-debugging-port={cdp_port}",
-                "about:blank",
+                _require("x11vnc"),
+                "-display",
+                name,
+                "-rfbport",
+                str(vnc_port),
+                "-localhost",
+                "-forever",
+                "-shared",
+                "-nopw",
+                "-quiet",
             ],
-            env={"DISPLAY": name, "PATH": "/usr/bin:/bin", "HOME": profile},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        try:
-            wait_http(f"http://127.0.0.1:{cdp_port}/json/version", timeout=30)
-            yield Display(name, vnc_port, f"http://127.0.0.1:{cdp_port}", size)
-        finally:
-            stop(chromium)
-    finally:
-        for process in reversed(processes):
-            stop_group(process, grace=5)
-        shutil.rmtree(profile, ignore_errors=True)
+        cleanup.callback(stop_group, x11vnc, grace=5)
+        command = [
+            require_chromium(),
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-sync",
+            "--disable-background-networking",
+            "--kiosk",
+            f"--window-size={size[0]},{size[1]}",
+            "--window-position=0,0",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-address=127.0.0.1",
+            f"--remote-debugging-port={cdp_port}",
+            "about:blank",
+        ]
+        with chromium_on(name, command, profile, cdp_port) as cdp_url:
+            yield Display(name, vnc_port, cdp_url, size)

@@ -11,15 +11,17 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 
+import pytest
 from playwright.sync_api import Page, sync_playwright
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
+from agentbox_gateway.settings import GatewaySettings
 from tests.support.requirements import require_chromium
 from tests.support.servers import free_port, wait_http
 
@@ -148,3 +150,14 @@ def shown_page(cdp_url: str, url: str) -> Iterator[Page]:
             with contextlib.suppress(Exception):
                 page.close()
             browser.close()
+
+
+def keyed_chromium_settings(key: str) -> Callable[..., GatewaySettings]:
+    """A module's ``gateway_settings`` override (assign it to that name): the module's gateway drives
+    its shared headless Chromium, behind the API key ``key``."""
+
+    @pytest.fixture(name="gateway_settings")
+    def settings(gateway_settings: GatewaySettings, chromium: Chromium) -> GatewaySettings:
+        return replace(gateway_settings, cdp_url=chromium.cdp_url, api_key=key)
+
+    return settings

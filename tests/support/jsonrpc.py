@@ -7,6 +7,8 @@ from typing import Any
 
 import httpx
 
+from tests.support.shared_http import shared_client
+
 
 def rpc(
     url: str,
@@ -20,7 +22,7 @@ def rpc(
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
     if params is not None:
         body["params"] = params
-    return httpx.post(url, json=body, headers=headers or {}, timeout=timeout)
+    return shared_client().post(url, json=body, headers=headers or {}, timeout=timeout)
 
 
 #: The per-request ``_meta`` envelope of a 2026-07-28 request.

@@ -78,3 +78,18 @@ def open_from_dashboard(context: BrowserContext, dashboard: Page, port: int) -> 
     with context.expect_page() as opened:
         link.click()
     return opened.value
+
+
+def open_both_ways(
+    context: BrowserContext, gateway: str, key: str | None, port: int
+) -> tuple[Page, Page, list[dict[str, Any]]]:
+    """The person's dashboard (asserted able to act), the app on ``port`` through the sandboxed path
+    form (every attempt asserted failed), then opened from the dashboard on its own origin: the
+    dashboard, that preview page and what its script tried, for the caller's own checks."""
+    dashboard = open_dashboard(context, gateway, key)
+    assert_dashboard_can(dashboard)
+    path_form = context.new_page()
+    path_form.goto(f"{gateway}/proxy/{port}/?tag=path")
+    assert_all_failed(attempts_of(path_form))
+    preview = open_from_dashboard(context, dashboard, port)
+    return dashboard, preview, attempts_of(preview)

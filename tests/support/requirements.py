@@ -7,6 +7,8 @@ import functools
 import os
 import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +92,32 @@ def require_npm() -> str:
             return npm
     missing("npm and Node >= 18 are needed to install @agent-infra/mcp-server-browser (apt-get install npm)")
     raise AssertionError("unreachable")
+
+
+def npm_installed(package: str, folder: str, *, ignore_scripts: bool = False) -> Path:
+    """The ``node_modules`` of ``package``, installed once into ``folder`` of the test cache
+    (``AGENTBOX_TEST_CACHE``). The install goes to a folder of its own that is renamed into place
+    only when complete, so an install cut short (a killed run, a second worker) leaves nothing half
+    written for the next run to trip over."""
+    npm = require_npm()
+    cache = Path(os.environ.get("AGENTBOX_TEST_CACHE", Path.home() / ".cache" / "agentbox-tests"))
+    prefix = cache / folder
+    if not (prefix / ".complete").exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{folder}.installing-", dir=cache))
+        command = [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", package]
+        if ignore_scripts:
+            command.append("--ignore-scripts")
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, f"npm install {package} failed:\n{done.stderr[-2000:]}"
+            (staging / ".complete").touch()
+            shutil.rmtree(prefix, ignore_errors=True)  # a half install from before this helper
+            try:
+                staging.rename(prefix)
+            except OSError:  # another worker put its complete install there first
+                if not (prefix / ".complete").exists():
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return prefix / "node_modules"

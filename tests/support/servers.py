@@ -24,13 +24,20 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def serve_app(app: ASGIApp, port: int | None = None) -> Iterator[str]:
-    """Serve ``app`` with uvicorn in a thread (lifespan on); yields ``http://127.0.0.1:<port>``."""
-    port = port or free_port()
+    """Serve ``app`` with uvicorn in a thread (lifespan on); yields ``http://127.0.0.1:<port>``.
+
+    Without a ``port`` the server gets a socket already bound to a free one: a port chosen and then
+    bound could be taken in between by another worker's server."""
+    sockets = None
+    if port is None:
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        port, sockets = listener.getsockname()[1], [listener]
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", ws="websockets-sansio"
     )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": sockets}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not server.started:
@@ -42,6 +49,8 @@ def serve_app(app: ASGIApp, port: int | None = None) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(15)
+        for listener in sockets or ():
+            listener.close()
 
 
 def wait_http(url: str, timeout: float = 30.0, expect: int | None = 200) -> None:
@@ -64,8 +73,11 @@ def wait_http(url: str, timeout: float = 30.0, expect: int | None = 200) -> None
 def run_command(
     args: list[str], env: Mapping[str, str] | None = None, ready_url: str | None = None, timeout: float = 30.0
 ) -> Iterator[subprocess.Popen]:
-    """Start a console command (``aiod start``, ...) in its own process group and stop it after."""
-    full_env = {**os.environ, **(env or {})}
+    """Start a console command (``aiod start``, ...) in its own process group and stop it after.
+
+    A gateway started so serves no browser proxy on its fixed default port (18093) unless ``env``
+    asks: another worker's gateway may hold that port at the same time."""
+    full_env = {"AGENTBOX_BROWSER_PROXY_PORT": "0", **os.environ, **(env or {})}
     process = subprocess.Popen(
         args, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
     )

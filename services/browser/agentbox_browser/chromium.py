@@ -230,7 +230,8 @@ class ChromiumSupervisor:
                 with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
                     response = await client.get(url)
                     if response.status_code == 200 and response.json()["webSocketDebuggerUrl"]:
-                        return response.json()
+                        version: dict[str, str] = response.json()
+                        return version
                 await asyncio.sleep(0.05)
         raise ChromiumError(f"chromium did not answer on {url} within {START_TIMEOUT:g} s: {self._tail()}")
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import sys
 
-from agentbox_common.logging import configure_logging
-from agentbox_common.serving import serve
+from starlette.types import ASGIApp
+
+from agentbox_common.service import run
 from agentbox_common.settings import ConfigError, add_flags, flag_values
 
 from .chromium import port_in_use
@@ -31,19 +30,16 @@ def settings_from(argv: list[str] | None = None) -> BrowserSettings:
     return BrowserSettings.from_env(**flag_values(_parser().parse_args(argv), BrowserSettings))
 
 
-def main(argv: list[str] | None = None) -> None:
-    configure_logging()
-    # The SDK logs every stateless request, httpx every CDP readiness probe: keep that out of INFO.
-    for noisy in ("mcp.server.streamable_http", "httpx"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    try:
-        settings = settings_from(argv)
-    except ConfigError as exc:
-        sys.exit(f"agentbox-browser: {exc}")
+def build(settings: BrowserSettings) -> ASGIApp:
+    """The app, unless Chromium's DevTools port is taken (a refusal to start, like a bad setting)."""
     if port_in_use(settings.cdp_port):
-        sys.exit(f"agentbox-browser: AGENTBOX_CDP_PORT {settings.cdp_port} is already in use on 127.0.0.1")
+        raise ConfigError(f"AGENTBOX_CDP_PORT {settings.cdp_port} is already in use on 127.0.0.1")
     os.environ["NODE_OPTIONS"] = driver_node_options(os.environ.get("NODE_OPTIONS"))
-    serve(build_app(settings), settings.host, settings.port)
+    return build_app(settings)
+
+
+def main(argv: list[str] | None = None) -> None:
+    run("agentbox-browser", lambda: settings_from(argv), build)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ from playwright.async_api import (
 )
 from playwright.async_api import Error as PlaywrightError
 
+from agentbox_common.errors import Unavailable
+
 from .chromium import ChromiumSupervisor
 from .network_log import NetworkLog
 from .settings import BrowserSettings
@@ -51,8 +53,9 @@ def driver_node_options(current: str | None) -> str:
     return f"{DRIVER_NODE_OPTIONS} {current}" if current else DRIVER_NODE_OPTIONS
 
 
-class BrowserUnavailable(RuntimeError):
-    """Chromium is down or cannot be reached; the message starts with ``browser unavailable:``."""
+class ChromiumUnavailable(Unavailable):
+    """Chromium is down or cannot be reached; the message starts with ``browser unavailable:``.
+    (The gateway's ``ChromiumUnavailable`` is the same condition seen from outside, over CDP.)"""
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"browser unavailable: {reason}")
@@ -207,16 +210,16 @@ class BrowserSession:
                 return
             await self._disconnect()
             if not self._supervisor.ready or self._supervisor.ws_endpoint is None:
-                raise BrowserUnavailable(self._supervisor.problem or "chromium is not running")
+                raise ChromiumUnavailable(self._supervisor.problem or "chromium is not running")
             if self._playwright is None:
-                raise BrowserUnavailable("the Playwright driver is not running")
+                raise ChromiumUnavailable("the Playwright driver is not running")
             generation = self._supervisor.generation
             try:
                 browser = await self._playwright.chromium.connect_over_cdp(
                     self._supervisor.ws_endpoint, timeout=CONNECT_TIMEOUT_MS
                 )
             except PlaywrightError as exc:
-                raise BrowserUnavailable(f"cannot connect to chromium over CDP: {first_line(exc)}") from exc
+                raise ChromiumUnavailable(f"cannot connect to chromium over CDP: {first_line(exc)}") from exc
             context = browser.contexts[0]
             context.on("page", self._on_page)
             context.on("console", self._on_console)

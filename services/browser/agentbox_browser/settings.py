@@ -9,10 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agentbox_common.observability import ObservabilitySettings
 from agentbox_common.settings import (
     ConfigError,
     boolean,
     load,
+    nested,
     nonblank,
     number,
     port_number,
@@ -115,6 +117,8 @@ class BrowserSettings:
     )
     #: The PAC file Chromium follows (the gateway's browser proxy), or "".
     proxy_pac_url: str = setting("", env="AGENTBOX_PROXY_PAC_URL", parse=stripped)
+    #: ``AGENTBOX_METRICS``, ``AGENTBOX_ACCESS_LOG``: ``/metrics`` and the access log, as every program's.
+    observability: ObservabilitySettings = nested(ObservabilitySettings)
 
     @property
     def cdp_url(self) -> str:

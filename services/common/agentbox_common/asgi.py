@@ -23,7 +23,9 @@ def bearer_token(scope: Scope) -> str | None:
     return None
 
 
-def _json_response(status: int, body: Any, headers: Iterable[tuple[bytes, bytes]]) -> tuple[dict, dict]:
+def _json_response(
+    status: int, body: Any, headers: Iterable[tuple[bytes, bytes]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     payload = json.dumps(body).encode()
     start = {
         "status": status,

@@ -1,15 +1,27 @@
 """The planes' one error vocabulary: every error a plane raises is a :class:`PlaneError` of one
-:class:`ErrorKind`, and each door maps the kind once (REST: an HTTP status in one exception handler;
-MCP: an ``isError`` result in the tool registry). A plane names what went wrong; it never picks a
-status code or builds a wire shape.
+:class:`ErrorKind`, and each door maps the kind once (REST: an HTTP status,
+:func:`~agentbox_common.http_status.http_status`; MCP: an ``isError`` result in the tool registry).
+A plane names what went wrong; it never picks a status code or builds a wire shape.
 
-A plane declares its errors by kind, deriving from the kind's class (:class:`Invalid`,
-:class:`NotFound` ...); where a plane error of one kind is also its plane's error, the kind comes
-first among the bases, so it is the one found::
+The tree (each kind's class, then the planes' errors of that kind; REST's status on the right)::
 
-    class ShellError(Invalid): ...
+    PlaneError                  FAILED       500  FileOperationError (io_error), BrowserError
+    ├── Invalid                 INVALID      400  ShellError, CodeError, ContextError, PageError,
+    │                                             FileProblem, FileRequestInvalid, InvalidAction
+    ├── NotFound                NOT_FOUND    404  FileNotFound, SkillNotFound, PageNotFound, ...
+    ├── Denied                  DENIED       403  FileAccessRefused, FileAccessDenied
+    ├── Conflict                CONFLICT     409  FileExists, SessionExists, SessionBusy, PageConflict
+    ├── LimitReached            LIMIT        429  SessionLimit, NoSpaceLeft, DiskFull
+    ├── TooLarge                TOO_LARGE    413  FileTooLarge, WorkspaceFileTooLarge
+    ├── Unavailable             UNAVAILABLE  503  BrowserUnavailable, ChromiumUnavailable, ...
+    └── TimedOut                TIMEOUT      504  UpstreamTimeout, PageTimedOut
+        └── Expired             TIMEOUT      408  WatchTimeout, ConditionTimedOut
 
-    class SessionNotFound(NotFound, ShellError): ...
+A plane declares its errors by kind, deriving from the kind's class; where a plane error of one
+kind is also its plane's error, the kind comes first among the bases, so it is the one found
+(``class SessionNotFound(NotFound, ShellError)``, where ``ShellError`` is an :class:`Invalid`).
+A route whose contract fixes other statuses (a file failure is ``200 success:false``; aiod's
+download answers 422 and 507) reads the finer field its plane keeps, never a status.
 """
 
 from __future__ import annotations
@@ -19,7 +31,9 @@ from typing import ClassVar
 
 __all__ = [
     "Conflict",
+    "Denied",
     "ErrorKind",
+    "Expired",
     "Invalid",
     "LimitReached",
     "NotFound",
@@ -37,6 +51,8 @@ class ErrorKind(enum.Enum):
     INVALID = "invalid"
     #: What the request names does not exist (a session, a file, a skill).
     NOT_FOUND = "not_found"
+    #: The caller may not do this (the file system's permissions): asking again will not help.
+    DENIED = "denied"
     #: The target is in a state that refuses the request (busy, already exists).
     CONFLICT = "conflict"
     #: A configured limit is reached (sessions, watches, concurrent runs): retry later.
@@ -76,6 +92,9 @@ class Invalid(PlaneError, kind=ErrorKind.INVALID): ...
 class NotFound(PlaneError, kind=ErrorKind.NOT_FOUND): ...
 
 
+class Denied(PlaneError, kind=ErrorKind.DENIED): ...
+
+
 class Conflict(PlaneError, kind=ErrorKind.CONFLICT): ...
 
 
@@ -89,3 +108,8 @@ class Unavailable(PlaneError, kind=ErrorKind.UNAVAILABLE): ...
 
 
 class TimedOut(PlaneError, kind=ErrorKind.TIMEOUT): ...
+
+
+class Expired(TimedOut):
+    """The awaited condition did not come true in its time (a wait for an event, a page, a load
+    state): the operation itself worked and may be asked again. REST answers it 408, not 504."""

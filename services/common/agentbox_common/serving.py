@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 
 import uvicorn
@@ -12,10 +11,11 @@ from starlette.types import ASGIApp
 
 from .processes import hide_own_environment
 from .protocols import ConnectionLimits, bounded_protocols, default_max_connections
-from .settings import ConfigError, env_float, env_int
+from .settings import env_float, env_int
 
 
 def connection_limits(env: Mapping[str, str] | None = None) -> ConnectionLimits:
+    """Raises :class:`~agentbox_common.settings.ConfigError` for a bad value."""
     return ConnectionLimits(
         header_timeout=env_float("AGENTBOX_HEADER_TIMEOUT", 10.0, env, minimum=0.1),
         body_timeout=env_float("AGENTBOX_BODY_TIMEOUT", 30.0, env, minimum=0.1),
@@ -23,11 +23,10 @@ def connection_limits(env: Mapping[str, str] | None = None) -> ConnectionLimits:
     )
 
 
-def serve(app: ASGIApp, host: str, port: int) -> None:
-    try:
-        limits = connection_limits()
-    except ConfigError as exc:
-        sys.exit(f"{sys.argv[0].rsplit('/', 1)[-1]}: {exc}")
+def serve(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None = None) -> None:
+    """``limits`` ``None``: read from the environment (a bad value raises ``ConfigError``; the
+    programs read them first, through ``agentbox_common.service.run``)."""
+    limits = limits if limits is not None else connection_limits()
     hide_own_environment()
     http, ws = bounded_protocols(limits)
     config = uvicorn.Config(

@@ -1,8 +1,9 @@
-"""Assembles the gateway: planes, the MCP door, the REST door, the CDP proxy and the guards."""
+"""Assembles the gateway: planes, the doors (MCP, REST, pages, relays) and the guards in front of them."""
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import anyio
@@ -14,20 +15,24 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agentbox_common import service
 from agentbox_common.mcp_progress import RunningCalls
 from agentbox_common.observability.tracing import untraced
 
-from . import __version__, browser_auth, cdp_proxy, preview_host, preview_proxy, vnc, web
-from .mcp_door import build_mcp_routes, build_mcp_server
-from .mcp_tools import builtin_tools
-from .mcp_tools.registry import ToolRegistry
+from . import __version__
+from .auth import browser_sessions, previews
+from .auth.guards import ApiKeyGuard, HostGuard, OriginGuard, PageHeaders, anonymous
+from .auth.tickets import TicketStore
+from .doors.mcp.server import build_mcp_routes, build_mcp_server
+from .doors.mcp.tools import builtin_tools
+from .doors.mcp.tools.registry import BuiltinRegistry
+from .doors.relays import cdp, preview, preview_host
+from .doors.shared.surface import ApiSurface
+from .doors.web import live_view, pages, terminal
 from .metrics import gateway_collector
 from .planes import Planes
 from .planes.preview import PreviewHosts
-from .rest import terminal
-from .security import ApiKeyGuard, HostGuard, OriginGuard, PageHeaders
 from .settings import GatewaySettings
-from .tickets import TicketStore
 from .upstreams import UpstreamRouter
 from .upstreams.watch import ListWatch
 
@@ -59,19 +64,27 @@ class LazyApp:
         await app(scope, receive, send)
 
 
-async def health(request: Request) -> JSONResponse:
-    """Liveness: the gateway answers (cheap; asks nothing else)."""
-    return JSONResponse({"status": "ok", "version": __version__})
-
-
-def readiness(upstreams: UpstreamRouter) -> Callable[[Request], Awaitable[JSONResponse]]:
-    """``GET /ready``: 200 once every registered MCP server (the browser program's among them) serves
-    its tools, so a client listing tools after it sees the whole catalogue; 503 naming those that do
-    not yet (or no longer). The healthchecks and the Kubernetes readiness probe ask this."""
+def readiness(
+    upstreams: UpstreamRouter, browser_url: str, browser_waits: bool
+) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """``GET /ready``: 200 once every registered MCP server serves its tools, so a client listing tools
+    after it sees the whole catalogue; 503 naming those that do not yet (or no longer). The
+    healthchecks and the Kubernetes readiness probe ask this. The browser program's servers (those
+    at ``browser_url``) count only when ``browser_waits`` (``BROWSER_START_MODE=auto``); either way the
+    body's ``browser`` says whether they serve yet (``starting`` or ``ready``), so a client knows
+    when the page tools are in. It is public, so with a key set a caller without it gets only
+    ``status`` and ``waiting_count``: the upstreams' names and the browser's state are for key holders."""
 
     async def ready(request: Request) -> JSONResponse:
-        waiting = await upstreams.waiting()
-        body = {"status": "starting" if waiting else "ready", "version": __version__, "waiting": waiting}
+        serving_not = await upstreams.waiting()
+        browser = upstreams.served_from(browser_url)
+        waiting = serving_not if browser_waits else [name for name in serving_not if name not in browser]
+        body: dict[str, object] = {"status": "starting" if waiting else "ready", "version": __version__}
+        if not anonymous(request.scope):
+            body["waiting"] = waiting
+            if browser:
+                body["browser"] = "starting" if browser.intersection(serving_not) else "ready"
+        body["waiting_count"] = len(waiting)
         return JSONResponse(body, status_code=503 if waiting else 200)
 
     return ready
@@ -88,9 +101,11 @@ async def http_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
 
-def build_app(settings: GatewaySettings) -> Starlette:
-    planes = Planes.create(settings)
-    registry = ToolRegistry(builtin_tools(planes))
+def build_app(settings: GatewaySettings, *, clock: Callable[[], float] = time.monotonic) -> Starlette:
+    """The gateway's ASGI app. ``clock`` is what its tickets and browser sessions expire by (a test
+    moves it on instead of sleeping out a TTL)."""
+    planes = Planes.create(settings, own_cookies=previews.GATEWAY_COOKIES)
+    registry = BuiltinRegistry(builtin_tools(planes))
     upstreams = UpstreamRouter.from_config(settings)
     running = RunningCalls()  # the door's and the upstream forwarder's calls, for notifications/cancelled
     watch = ListWatch(upstreams, reserved=registry.names, settled_interval=settings.upstream_list_cache_ttl)
@@ -102,61 +117,63 @@ def build_app(settings: GatewaySettings) -> Starlette:
     )
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with mcp_server.session_manager.run():
-            await planes.proxy.start()  # before Chromium asks for its PAC file
-            try:
-                async with anyio.create_task_group() as background:
-                    background.start_soon(watch.run)
-                    try:
-                        yield
-                    finally:
-                        watch.listen.close()  # listen streams end with their result, not cut off
-                        background.cancel_scope.cancel()
-            finally:
+    async def running_planes() -> AsyncIterator[None]:
+        await planes.egress.start()  # before Chromium asks for its PAC file
+        try:
+            async with anyio.create_task_group() as background:
+                background.start_soon(watch.run)
                 try:
-                    await planes.hooks.run("shutdown")  # while every plane still works
+                    yield
                 finally:
-                    await upstreams.aclose()
-                    await planes.aclose()
+                    watch.listen.close()  # listen streams end with their result, not cut off
+                    background.cancel_scope.cancel()
+        finally:
+            try:
+                await planes.hooks.run("shutdown")  # while every plane still works
+            finally:
+                await upstreams.aclose()
+                await planes.aclose()
 
-    tickets = TicketStore(ttl=settings.ticket_ttl)
-    sessions = TicketStore(ttl=browser_auth.SESSION_TTL)
+    tickets = TicketStore(ttl=settings.ticket_ttl, clock=clock)
+    sessions = TicketStore(ttl=browser_sessions.SESSION_TTL, clock=clock)
     preview_hosts = PreviewHosts(settings.preview_host)
-    preview_grants = preview_host.PreviewGrants(settings.ticket_ttl)
+    preview_grants = previews.PreviewGrants(settings.ticket_ttl)
 
     def rest_door() -> ASGIApp:
-        from .rest import build_rest_app, mcp_servers
+        from .doors.rest import build_rest_app, mcp_servers
 
-        rest_app = build_rest_app(planes, settings)
-        rest_app.include_router(mcp_servers.router(registry, upstreams))
-        return rest_app
+        return build_rest_app(planes, settings, extra=[mcp_servers.router(registry, upstreams)])
 
     routes = [
-        Route("/health", health, methods=["GET"]),
-        Route("/ready", readiness(upstreams), methods=["GET"]),
+        Route(
+            "/ready",
+            readiness(upstreams, settings.browser_url, settings.browser_start_mode == "auto"),
+            methods=["GET"],
+        ),
         *mcp_routes,
-        *cdp_proxy.routes(settings),
-        *preview_proxy.routes(planes.preview, settings),
-        *browser_auth.routes(settings.api_key, tickets, sessions),
-        *preview_host.routes(settings, preview_hosts, preview_grants),
-        *web.routes(registry, settings),
+        *cdp.routes(settings),
+        *preview.routes(planes.preview, settings),
+        *browser_sessions.routes(settings.api_key, tickets, sessions),
+        *previews.routes(settings, preview_hosts, preview_grants),
+        *pages.routes(registry, settings),
         *terminal.routes(planes.shell),
-        *vnc.routes(settings),
+        *live_view.routes(settings),
         Mount("", app=LazyApp(rest_door)),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
     app.state.settings = settings
     app.state.planes = planes
     app.state.registry = registry
     app.state.upstreams = upstreams
+    # Inside the key check: a caller without the key learns nothing, not even which surface is served.
+    app.add_middleware(ApiSurface, v2_only=settings.api_surface == "v2")
     app.add_middleware(ApiKeyGuard, api_key=settings.api_key, tickets=tickets, sessions=sessions)
     app.add_middleware(OriginGuard, allowed_origins=settings.allowed_origins, keyed=bool(settings.api_key))
-    app.add_middleware(PageHeaders, frame_ancestors=settings.frame_ancestors, exempt=preview_proxy.MOUNTS)
+    app.add_middleware(PageHeaders, frame_ancestors=settings.frame_ancestors, exempt=preview.MOUNTS)
     # Before the gateway's own guards (and its page headers): on a preview host every path is the app's.
     app.add_middleware(
         preview_host.PreviewHost,
-        door=preview_proxy.PreviewDoor(planes.preview, settings, absolute=True, sandboxed=False),
+        door=preview.PreviewDoor(planes.preview, settings, absolute=True, sandboxed=False),
         hosts=preview_hosts,
         api_key=settings.api_key,
         grants=preview_grants,
@@ -169,7 +186,11 @@ def build_app(settings: GatewaySettings) -> Starlette:
         active=not settings.api_key or bool(settings.allowed_hosts),
         preview_host=lambda host: preview_hosts.port_of(host) is not None,
     )
-    metrics = settings.observability.install(app, "agentbox-gateway")
-    if metrics is not None:
-        metrics.add_collector(gateway_collector(planes, upstreams))
-    return app
+    return service.as_service(
+        app,
+        "agentbox-gateway",
+        settings.observability,
+        health=lambda: {"status": "ok", "version": __version__},  # liveness: cheap, asks nothing else
+        parts=[mcp_server.session_manager.run, running_planes],
+        collectors=[gateway_collector(planes, upstreams)],
+    )

@@ -8,9 +8,9 @@ import dataclasses
 import json
 import sys
 
-from agentbox_common.logging import configure_logging, redact
-from agentbox_common.serving import serve
-from agentbox_common.settings import ConfigError, add_flags, flag_values
+from agentbox_common.logging import configure_logging
+from agentbox_common.service import load_or_exit, run
+from agentbox_common.settings import add_flags, flag_values
 
 from .app import build_app
 from .doctor import become, format_table, healthy, run_checks, sandbox_account
@@ -32,21 +32,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """A bad setting stops either command with exit status 2 (``agentbox_common.service``)."""
     args = _parser().parse_args(argv)
+    if args.command == "start":
+        run("aiod", lambda: GatewaySettings.from_env(**flag_values(args, GatewaySettings)), build_app)
+        return
     configure_logging()
-    try:
-        doctor = DoctorSettings.from_env(**flag_values(args, DoctorSettings)) if args.command == "doctor" else None
-        account = sandbox_account(doctor) if doctor is not None else None
-        settings = GatewaySettings.from_env(**flag_values(args, GatewaySettings))
-    except ConfigError as exc:
-        sys.exit(f"aiod: {redact(str(exc))}")
-
-    if doctor is not None:
-        become(account)
-        checks = asyncio.run(run_checks(settings, doctor))
-        print(json.dumps([dataclasses.asdict(c) for c in checks], indent=2) if args.json else format_table(checks))
-        sys.exit(0 if healthy(checks) else 1)
-    serve(build_app(settings), settings.host, settings.port)
+    doctor = load_or_exit("aiod", lambda: DoctorSettings.from_env(**flag_values(args, DoctorSettings)))
+    account = sandbox_account(doctor)
+    settings = load_or_exit("aiod", lambda: GatewaySettings.from_env(**flag_values(args, GatewaySettings)))
+    become(account)
+    checks = asyncio.run(run_checks(settings, doctor))
+    print(json.dumps([dataclasses.asdict(c) for c in checks], indent=2) if args.json else format_table(checks))
+    sys.exit(0 if healthy(checks) else 1)
 
 
 if __name__ == "__main__":

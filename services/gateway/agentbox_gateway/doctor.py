@@ -23,7 +23,7 @@ from agentbox_common.http import plain_http_only
 from agentbox_common.logging import redact
 from agentbox_common.processes import hide_own_environment, kill_process_group, spawn_sandboxed
 
-from .rest.mcp_servers import BUILTIN_SERVER
+from .doors.rest.mcp_servers import BUILTIN_SERVER
 from .settings import DoctorSettings, GatewaySettings
 from .upstreams.client import UpstreamClient, UpstreamRpcError, UpstreamUnavailable
 from .upstreams.config import parse_upstreams

@@ -27,7 +27,7 @@ from agentbox_common.settings import (
     text,
 )
 
-from .tickets import DEFAULT_TICKET_TTL
+from .auth.tickets import DEFAULT_TICKET_TTL
 
 DEFAULT_PORT = 18091
 DEFAULT_BROWSER_PROXY_PORT = 18093
@@ -37,6 +37,9 @@ DEFAULT_MAX_UPLOAD_BYTES = 1024**3
 #: sends; files beyond that go by ``/v1/file/upload``.
 DEFAULT_MAX_JSON_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_CODE_MEMORY_LIMIT_MB = 4096
+#: aiod's tar tree limits: 100,000 entries, 4 GiB.
+DEFAULT_TREE_MAX_ENTRIES = 100_000
+DEFAULT_TREE_MAX_BYTES = 4 * 1024**3
 
 
 def _url(name: str, raw: str) -> str:
@@ -64,6 +67,29 @@ def _preview_host(name: str, raw: str) -> str:
         raise ConfigError(
             f"{name} must be a host name with {{port}} in it, such as {{port}}-preview.example.com, got {raw!r}"
         )
+    return value
+
+
+API_SURFACES = ("both", "v2")
+
+
+BROWSER_START_MODES = ("async", "auto")
+
+
+def _browser_start_mode(name: str, raw: str) -> str:
+    """AIO's ``async`` or ``auto``."""
+    value = raw.strip().lower()
+    if value not in BROWSER_START_MODES:
+        raise ConfigError(f"{name} must be async or auto, got {raw!r}")
+    return value
+
+
+def _api_surface(name: str, raw: str) -> str:
+    """``both`` (aiod's ``full`` too) or ``v2``."""
+    value = raw.strip().lower()
+    value = "both" if value == "full" else value
+    if value not in API_SURFACES:
+        raise ConfigError(f"{name} must be both (or full) or v2, got {raw!r}")
     return value
 
 
@@ -109,10 +135,32 @@ class GatewaySettings:
     cdp_url: str = setting("http://127.0.0.1:9222", env="AIO_CDP_URL", parse=_url)
     #: Hooks run at shutdown, a JSON list of ``{name, command, timeout, priority}``.
     shutdown_hooks: str = setting("", env="SANDBOX_SHUTDOWN_HOOKS")
-    #: How many ``/v1/file/watch`` watchers may run at once (429 past it).
+    #: Which REST surfaces are served: ``both`` (``/v1`` and ``/v2``; aiod's ``full`` is the same)
+    #: or ``v2`` (``/v2`` and ``/mcp`` only, every ``/v1`` path answers 404).
+    api_surface: str = setting(
+        "both", env="AIO_API_SURFACE", parse=_api_surface, flag="--api-surface", metavar="SURFACE"
+    )
+    #: ``/v2/commands`` running at once (429 past it).
+    command_max_running: int = setting(32, env="AIO_COMMAND_MAX_RUNNING", parse=integer(minimum=1))
+    #: How long a finished ``/v2/commands`` command's output stays readable (seconds).
+    command_retain_seconds: float = setting(600.0, env="AIO_COMMAND_RETAIN_SECS", parse=number(minimum=0.0))
+    #: Characters of output kept of finished ``/v2/commands`` commands in all (the oldest go first).
+    command_retain_chars: int = setting(64_000_000, env="AIO_COMMAND_RETAIN_CHARS", parse=integer(minimum=0))
+    #: How many ``/v1/file/watch`` and ``/v2/watch`` watchers may run at once (429 past it).
     max_file_watchers: int = setting(128, env="AIO_MAX_FILE_WATCHERS", parse=integer(minimum=1))
+    #: How many events each watcher keeps for its cursors (older ones are dropped: ``overflow``).
+    watch_events_kept: int = setting(10_000, env="AIO_WATCH_EVENTS_KEPT", parse=integer(minimum=1))
+    #: How many ``/v2/pty`` terminals (the dashboard's among them) may be open at once (429 past it).
+    pty_max_sessions: int = setting(20, env="AIO_PTY_MAX_SESSIONS", parse=integer(minimum=1))
+    #: Seconds a ``/v2/pty`` terminal may go unattached and unused before it is closed.
+    pty_idle_timeout: float = setting(3600.0, env="AIO_PTY_IDLE_TIMEOUT", parse=number(minimum=1.0))
+    #: Output each ``/v2/pty`` terminal retains for a reattach (``restore``, resume), in bytes.
+    pty_buffer_bytes: int = setting(10 * 1024 * 1024, env="AIO_PTY_BUFFER_BYTES", parse=integer(minimum=64 * 1024))
     #: The browser program (page plane for ``/v1/browser/page|tabs|cookies``).
     browser_url: str = setting("http://127.0.0.1:8100", env="AGENTBOX_BROWSER_URL", parse=_url)
+    #: AIO's ``BROWSER_START_MODE``: ``async`` keeps the browser program (the MCP server at
+    #: ``AGENTBOX_BROWSER_URL``) off ``/ready``, whose body says where it is; ``auto``: ``/ready`` waits for it.
+    browser_start_mode: str = setting("async", env="BROWSER_START_MODE", parse=_browser_start_mode)
     #: The browser's forwarding proxy and PAC file on 127.0.0.1 (0: any free port).
     browser_proxy_port: int = setting(
         DEFAULT_BROWSER_PROXY_PORT, env="AGENTBOX_BROWSER_PROXY_PORT", parse=integer(minimum=0, maximum=65535)
@@ -123,6 +171,12 @@ class GatewaySettings:
     observability: ObservabilitySettings = nested(ObservabilitySettings)
     #: The largest ``/v1/file/upload`` body (413 beyond it).
     max_upload_bytes: int = setting(DEFAULT_MAX_UPLOAD_BYTES, env="AIO_MAX_UPLOAD_BYTES", parse=integer(minimum=1))
+    #: ``GET``/``PUT /v2/fs/tree``: the most entries one tar tree may hold (413 beyond it).
+    fs_tree_max_entries: int = setting(
+        DEFAULT_TREE_MAX_ENTRIES, env="AIO_FS_TREE_MAX_ENTRIES", parse=integer(minimum=1)
+    )
+    #: ``GET``/``PUT /v2/fs/tree``: the largest tar body, and the most file bytes one tree may hold.
+    fs_tree_max_bytes: int = setting(DEFAULT_TREE_MAX_BYTES, env="AIO_FS_TREE_MAX_BYTES", parse=integer(minimum=1))
     #: The largest request body of any other ``/v1/*`` route (JSON; 413 beyond it).
     max_json_body_bytes: int = setting(
         DEFAULT_MAX_JSON_BODY_BYTES, env="AIO_MAX_JSON_BODY_BYTES", parse=integer(minimum=1)

@@ -5,13 +5,13 @@ holds, and it out of theirs (API mode mounts the same endpoint next to ``/run`` 
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import Callable
+from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+from agentbox_common import service
 
 from .adapters import Adapter, load_adapter
 from .locks import WorkspaceLocks
@@ -19,14 +19,14 @@ from .mcp_server import McpEndpoint, McpTokenGuard, build_mcp_asgi
 from .run_stats import RUN_STATS
 from .settings import McpModeSettings
 
+#: aicodebox's health path (MCP mode's and API mode's), public.
+HEALTH_PATH = "/healthz"
 
-def healthz_route(adapter: Adapter) -> Route:
-    """``GET /healthz`` → ``{"ok": true, "adapter": <name>}``; public, never touches the agent."""
 
-    async def healthz(request: Request) -> JSONResponse:
-        return JSONResponse({"ok": True, "adapter": adapter.name})
-
-    return Route("/healthz", healthz, methods=["GET"])
+def healthz(adapter: Adapter) -> Callable[[], dict[str, Any]]:
+    """``GET /healthz``'s answer, ``{"ok": true, "adapter": <name>}`` (aicodebox's): it never
+    touches the agent."""
+    return lambda: {"ok": True, "adapter": adapter.name}
 
 
 def mcp_routes(endpoint: McpEndpoint, paths: tuple[str, ...]) -> list[Route]:
@@ -41,19 +41,15 @@ def build_app(
     locks = locks or WorkspaceLocks(settings.state_dir / "locks", settings.max_concurrent_runs)
     endpoint = build_mcp_asgi(settings, locks, adapter)
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with endpoint.session_manager.run():
-            yield
-
-    app = Starlette(
-        routes=[healthz_route(adapter), *mcp_routes(endpoint, ("/", "/mcp", "/mcp/"))],
-        lifespan=lifespan,
-    )
+    app = Starlette(routes=mcp_routes(endpoint, ("/", "/mcp", "/mcp/")))
     app.state.mcp = endpoint
-    metrics = settings.observability.install(
-        app, "agentbox-mcp-mode", guard=lambda inner: McpTokenGuard(inner, settings.token)
+    return service.as_service(
+        app,
+        "agentbox-mcp-mode",
+        settings.observability,
+        health=healthz(adapter),
+        health_path=HEALTH_PATH,
+        parts=[endpoint.session_manager.run],
+        guard=lambda inner: McpTokenGuard(inner, settings.token),
+        collectors=[RUN_STATS.collect],
     )
-    if metrics is not None:
-        metrics.add_collector(RUN_STATS.collect)
-    return app

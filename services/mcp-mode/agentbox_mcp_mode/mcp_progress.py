@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from typing import Any
 
 from mcp.server import ServerRequestContext
@@ -12,17 +11,16 @@ from mcp.types import LoggingLevel
 
 from agentbox_common.mcp_progress import LogLevel, progress_reporter
 
-from .adapters.base import AgentEvent, EventSink
-
-#: The running ``run_prompt``'s event sink (set by the MCP door per call; ``None`` elsewhere).
-current_agent_events: ContextVar[EventSink | None] = ContextVar("current_agent_events", default=None)
+from .adapters.base import AgentEvent
 
 #: The logger name of the notifications this module sends.
 LOGGER = "agent"
 
 
 class AgentProgress:
-    """An :data:`EventSink` for one call: deltas become progress, the rest log messages."""
+    """An :data:`~.adapters.base.EventSink` for one call, and the context the MCP door hands each of
+    its tool calls (``run_prompt`` sends its agent's events there): deltas become progress, the rest
+    log messages."""
 
     def __init__(self, ctx: ServerRequestContext[Any, Any], log_level: LogLevel) -> None:
         self._ctx = ctx

@@ -23,37 +23,38 @@ Auth (:class:`McpTokenGuard`): with ``AICODEBOX_MCP_MODE_TOKEN`` set, a request 
 ``{"detail":"unauthorized"}``. It runs before the SDK's checks, so an unauthenticated request
 gets 401 whatever its Host. It never consults ``AICODEBOX_API_MODE_TOKEN``.
 
-A request without an ``Accept`` header (Python's urllib, hand-written clients) is treated as
-``Accept: */*``, as HTTP says, instead of the SDK's 406 (:class:`DefaultAccept`).
+A request without an ``Accept`` header, or with a blank one (Python's urllib, hand-written
+clients), is treated as ``Accept: */*``, as HTTP says, instead of the SDK's 406: the one rule of
+every MCP endpoint here (``agentbox_common.service.mcp_endpoint``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib.metadata
 import json
-import uuid
-from collections.abc import Iterator
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from mcp.server import Server, ServerRequestContext
-from mcp.server.streamable_http import MCP_PROTOCOL_VERSION_HEADER, MCP_SESSION_ID_HEADER
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentbox_common.asgi import BEARER_CHALLENGE, bearer_token, refuse, replay_body
 from agentbox_common.keys import key_matches
-from agentbox_common.mcp_progress import LogLevel
+from agentbox_common.mcp_progress import LogLevel, RunningCalls
 from agentbox_common.mcp_tools import build_server
 from agentbox_common.mcp_tools.counting import count_call
+from agentbox_common.service import mcp_endpoint
+from agentbox_common.version import __version__
 
 from .adapters.base import Adapter
 from .locks import WorkspaceLocks
-from .mcp_progress import AgentProgress, current_agent_events
+from .mcp_progress import AgentProgress
 from .mcp_tools import McpTools
 from .settings import McpModeSettings
 
@@ -61,6 +62,9 @@ from .settings import McpModeSettings
 MAX_BODY_BYTES = 32 * 1024 * 1024
 #: Largest body :class:`SessionIds` reads to see whether it is an ``initialize``.
 MAX_INITIALIZE_BYTES = 64 * 1024
+#: Random bytes of an ``Mcp-Session-Id`` (128 bits, sent as 32 hex digits: visible ASCII, as the
+#: header requires); a UUID4 would carry only 122.
+SESSION_ID_BYTES = 16
 
 INSTRUCTIONS = (
     "aicodebox MCP mode: run_prompt hands a task to a coding agent working in the workspace; "
@@ -68,33 +72,22 @@ INSTRUCTIONS = (
 )
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("agentbox")
-    except importlib.metadata.PackageNotFoundError:
-        return "0"
-
-
 def build_mcp_server(tools: McpTools) -> Server:
     log_level = LogLevel()
 
-    @contextlib.contextmanager
-    def agent_events(ctx: ServerRequestContext[Any, Any]) -> Iterator[None]:
-        """``run_prompt`` sends the agent's events to this call's client."""
-        events = current_agent_events.set(AgentProgress(ctx, log_level))
-        try:
-            yield
-        finally:
-            current_agent_events.reset(events)
+    def agent_events(ctx: ServerRequestContext[Any, Any]) -> AgentProgress:
+        """A call's context: where ``run_prompt`` sends the agent's events (this call's client)."""
+        return AgentProgress(ctx, log_level)
 
     return build_server(
         "aicodebox",
         tools.registry,
-        version=_version(),
+        version=__version__,
         instructions=INSTRUCTIONS,
-        call_scope=agent_events,
+        call_context=agent_events,
         log_level=log_level,
         on_call=count_call,
+        running=RunningCalls(),  # a ``notifications/cancelled`` arrives on its own POST: find the run by id
     )
 
 
@@ -125,18 +118,6 @@ class McpTokenGuard:
         if scope["type"] in ("http", "websocket") and not self.allowed(scope):
             await refuse(scope, send, 401, {"detail": "unauthorized"}, BEARER_CHALLENGE)
             return
-        await self.app(scope, receive, send)
-
-
-class DefaultAccept:
-    """Give a request without ``Accept`` the header's meaning when absent: ``*/*``."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not any(name == b"accept" for name, _ in scope.get("headers", [])):
-            scope = {**scope, "headers": [*scope.get("headers", []), (b"accept", b"*/*")]}
         await self.app(scope, receive, send)
 
 
@@ -182,7 +163,7 @@ def _is_initialize(body: bytes) -> bool:
 
 
 def _with_session_id(send: Send) -> Send:
-    session_id = uuid.uuid4().hex.encode()
+    session_id = secrets.token_hex(SESSION_ID_BYTES).encode()
 
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start" and message["status"] == 200:
@@ -215,5 +196,5 @@ def build_mcp_asgi(settings: McpModeSettings, locks: WorkspaceLocks, adapter: Ad
         ),
         max_request_body_size=MAX_BODY_BYTES,
     )
-    app = McpTokenGuard(DefaultAccept(SessionIds(session_manager.handle_request)), settings.token)
+    app = McpTokenGuard(mcp_endpoint(SessionIds(session_manager.handle_request)), settings.token)
     return McpEndpoint(app=app, session_manager=session_manager, server=server, tools=tools)

@@ -25,11 +25,10 @@ from typing import Any
 import anyio
 from mcp import types
 
-from agentbox_common.mcp_tools import Handler, ToolError, ToolRegistry, ToolSpec, text_result
+from agentbox_common.mcp_tools import ContextHandler, Handler, ToolError, ToolRegistry, ToolSpec, text_result
 
-from .adapters.base import Adapter
+from .adapters.base import Adapter, EventSink
 from .locks import WorkspaceLocks
-from .mcp_progress import current_agent_events
 from .run_service import RunService, RunSpec
 from .settings import McpModeSettings
 from .workspace_files import READ_LIMIT, WorkspaceFiles
@@ -185,14 +184,14 @@ class McpTools:
     def __init__(self, settings: McpModeSettings, locks: WorkspaceLocks, adapter: Adapter) -> None:
         self.runs = RunService(settings, adapter, locks)
         self.files = WorkspaceFiles(settings.workspace)
-        handlers: dict[str, Handler] = {
+        handlers: dict[str, Handler | ContextHandler[EventSink | None]] = {
             "run_prompt": self.run_prompt,
             "list_files": self.list_files,
             "read_file": self.read_file,
             "write_file": self.write_file,
             "delete_file": self.delete_file,
         }
-        self.registry = ToolRegistry(
+        self.registry: ToolRegistry[EventSink | None] = ToolRegistry(
             (
                 ToolSpec(
                     tool.name,
@@ -209,7 +208,8 @@ class McpTools:
 
     # --- run_prompt -------------------------------------------------------------------------
 
-    async def run_prompt(self, args: dict[str, Any]) -> types.CallToolResult:
+    async def run_prompt(self, args: dict[str, Any], events: EventSink | None) -> types.CallToolResult:
+        """``events``: where the agent's events go while it runs (the MCP door's call context)."""
         prompt: str = args["prompt"]
         if not prompt.strip():
             raise ToolError("prompt must not be empty")
@@ -225,7 +225,7 @@ class McpTools:
             json_schema=parse_json_schema(args.get("json_schema")),
         )
         request = await self.runs.prepare(spec)
-        outcome = await self.runs.execute(request, current_agent_events.get())
+        outcome = await self.runs.execute(request, events)
         details: dict[str, Any] = {
             "session_id": outcome.session_id,
             "exit_code": outcome.exit_code,

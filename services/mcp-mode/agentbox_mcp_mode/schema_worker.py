@@ -9,6 +9,7 @@ import json
 import math
 import resource
 import sys
+from typing import Any
 
 from .schemas import check_schema, parse_json_response
 
@@ -27,7 +28,7 @@ def main() -> None:
     json.dump({"value": value, "error": error}, sys.stdout)
 
 
-def first_problem(schemas: list[list]) -> str | None:
+def first_problem(schemas: list[list[Any]]) -> str | None:
     for what, schema in schemas:
         try:
             check_schema(schema, what)

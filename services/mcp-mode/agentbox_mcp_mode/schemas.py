@@ -234,7 +234,8 @@ async def _in_worker(request: dict[str, Any], time_limit: float, doing: str) -> 
     if process.returncode != 0:
         detail = errors.decode(errors="replace").strip().splitlines()[-1:] or ["no error output"]
         raise MatchAborted(f"{doing} failed: {detail[0]}")
-    return json.loads(output)
+    answer: dict[str, Any] = json.loads(output)
+    return answer
 
 
 async def check_schemas(

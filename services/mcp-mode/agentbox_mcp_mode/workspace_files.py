@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from agentbox_common.errors import Conflict, Invalid, LimitReached, NotFound, TooLarge
+from agentbox_common.errors import Conflict, Denied, Invalid, LimitReached, NotFound, TooLarge
 
 #: Largest file ``read_bytes`` returns (the gateway's read limit too).
 READ_LIMIT = 16 * 1024 * 1024
@@ -56,17 +56,17 @@ class PathEscapes(FileProblem):
     """The path leads outside the root (``..``, an absolute or relative symlink out)."""
 
 
-class FileNotFound(NotFound, FileProblem): ...
+class WorkspaceFileNotFound(NotFound, FileProblem): ...
 
 
 class FileChanged(Conflict, FileProblem):
     """The file or a directory on its path changed during the operation; retrying may work."""
 
 
-class FileTooLarge(TooLarge, FileProblem): ...
+class WorkspaceFileTooLarge(TooLarge, FileProblem): ...
 
 
-class FileAccessDenied(FileProblem):
+class FileAccessDenied(Denied, FileProblem):
     """The file system refuses access (permissions)."""
 
 
@@ -219,7 +219,7 @@ class WorkspaceFiles:
                     todo.append(name)  # look again: whatever is there now is walked like the rest
                     continue
                 if st is None:
-                    raise FileNotFound(f"not found: {path}")
+                    raise WorkspaceFileNotFound(f"not found: {path}")
                 try:
                     fd = os.open(name, _PATH_FLAGS | os.O_DIRECTORY, dir_fd=stack[-1])
                 except (FileNotFoundError, NotADirectoryError):
@@ -229,7 +229,7 @@ class WorkspaceFiles:
                         continue
                     if make_parents:
                         raise FileProblem(f"a parent of {path} is a file") from None
-                    raise FileNotFound(f"not found: {path}") from None
+                    raise WorkspaceFileNotFound(f"not found: {path}") from None
                 stack.append(fd)
             return final(stack[-1], ".", os.fstat(stack[-1]))
         except PermissionError:
@@ -249,7 +249,7 @@ class WorkspaceFiles:
 
         def listing(dir_fd: int, name: str, st: os.stat_result | None) -> list[Entry]:
             if st is None:
-                raise FileNotFound(f"not found: {path}")
+                raise WorkspaceFileNotFound(f"not found: {path}")
             if not stat.S_ISDIR(st.st_mode):
                 raise FileProblem(f"not a directory: {path}")
             try:
@@ -283,12 +283,12 @@ class WorkspaceFiles:
 
         def opening(dir_fd: int, name: str, st: os.stat_result | None) -> OpenedFile:
             if st is None:
-                raise FileNotFound(f"not found: {path}")
+                raise WorkspaceFileNotFound(f"not found: {path}")
             _check_regular(st, path)
             try:
                 fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=dir_fd)
             except FileNotFoundError:
-                raise FileNotFound(f"not found: {path}") from None
+                raise WorkspaceFileNotFound(f"not found: {path}") from None
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
                     raise FileChanged(f"{path} changed while it was opened") from None
@@ -358,13 +358,13 @@ class WorkspaceFiles:
 
         def removing(dir_fd: int, name: str, st: os.stat_result | None) -> None:
             if st is None:
-                raise FileNotFound(f"not found: {path}")
+                raise WorkspaceFileNotFound(f"not found: {path}")
             if stat.S_ISDIR(st.st_mode):
                 raise FileProblem(f"cannot delete directories: {path}")
             try:
                 os.unlink(name, dir_fd=dir_fd)
             except FileNotFoundError:
-                raise FileNotFound(f"not found: {path}") from None
+                raise WorkspaceFileNotFound(f"not found: {path}") from None
             except IsADirectoryError:
                 raise FileProblem(f"cannot delete directories: {path}") from None
 
@@ -373,7 +373,7 @@ class WorkspaceFiles:
 
 
 def too_large(path: str, size: int, limit: int) -> FileProblem:
-    return FileTooLarge(f"{path} is {size} bytes, larger than the {limit // (1024 * 1024)} MiB read limit")
+    return WorkspaceFileTooLarge(f"{path} is {size} bytes, larger than the {limit // (1024 * 1024)} MiB read limit")
 
 
 def _open_problem(exc: OSError, path: str) -> FileProblem | OSError:

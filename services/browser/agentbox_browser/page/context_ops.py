@@ -18,7 +18,7 @@ from playwright.async_api import BrowserContext, Route
 
 from .. import __version__
 from ..session import BrowserSession
-from .errors import PageError
+from .errors import PageError, PageNotFound
 
 Operation = Callable[[BrowserSession, dict[str, Any]], Awaitable[Any]]
 
@@ -99,7 +99,7 @@ async def set_headers(session: BrowserSession, args: dict[str, Any]) -> Any:
 async def set_scoped_headers(session: BrowserSession, args: dict[str, Any]) -> Any:
     origin = _origin(args["origin"])
     if not urlsplit(origin).netloc:
-        raise PageError(400, "origin must be scheme://host[:port]")
+        raise PageError("origin must be scheme://host[:port]")
     await CONTROLS.bind(session)
     CONTROLS.scoped[origin] = dict(args["headers"])
     return {"origin": origin, "headers": sorted(args["headers"])}
@@ -108,7 +108,7 @@ async def set_scoped_headers(session: BrowserSession, args: dict[str, Any]) -> A
 async def add_route(session: BrowserSession, args: dict[str, Any]) -> Any:
     pattern, mock, abort = args["url_pattern"], args.get("response"), bool(args.get("abort"))
     if not abort and mock is None:
-        raise PageError(400, "give a response to mock or abort: true")
+        raise PageError("give a response to mock or abort: true")
     context = await CONTROLS.bind(session)
 
     async def handle(route: Route) -> None:
@@ -135,7 +135,7 @@ async def remove_route(session: BrowserSession, args: dict[str, Any]) -> Any:
     context = await CONTROLS.bind(session)
     handle = CONTROLS.routes.pop(args["url_pattern"], None)
     if handle is None:
-        raise PageError(404, f"no route for {args['url_pattern']!r}")
+        raise PageNotFound(f"no route for {args['url_pattern']!r}")
     await context.unroute(args["url_pattern"], handle)
     return {"removed": args["url_pattern"]}
 
@@ -207,17 +207,17 @@ async def export_har(session: BrowserSession, args: dict[str, Any]) -> Any:
 
 def _write_json(target: Path, value: Any) -> None:
     if not target.parent.is_dir():
-        raise PageError(404, f"no such directory: {target.parent}")
+        raise PageNotFound(f"no such directory: {target.parent}")
     target.write_text(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def _read_json(source: Path) -> Any:
     if not source.is_file():
-        raise PageError(404, f"no such file: {source}")
+        raise PageNotFound(f"no such file: {source}")
     try:
         return json.loads(source.read_text())
     except (ValueError, UnicodeDecodeError) as exc:
-        raise PageError(400, f"{source} is not a saved browser state ({exc})") from None
+        raise PageError(f"{source} is not a saved browser state ({exc})") from None
 
 
 async def save_state(session: BrowserSession, args: dict[str, Any]) -> Any:
@@ -239,7 +239,7 @@ async def load_state(session: BrowserSession, args: dict[str, Any]) -> Any:
     """Cookies at once; each origin's localStorage in its pages now and in those loaded later."""
     state = await asyncio.to_thread(_read_json, Path(args["path"]))
     if not isinstance(state, dict) or not isinstance(state.get("cookies"), list):
-        raise PageError(400, f"{args['path']} is not a saved browser state (no cookies list)")
+        raise PageError(f"{args['path']} is not a saved browser state (no cookies list)")
     origins = [o for o in state.get("origins") or [] if isinstance(o, dict) and "origin" in o]
     context = await session.context()
     if state["cookies"]:
@@ -284,9 +284,9 @@ async def restart(session: BrowserSession, args: dict[str, Any]) -> Any:
     tab left, cookies and storage kept. Then the URL block/allow lists (globs) apply to every request."""
     mode = args.get("mode") or "soft"
     if mode not in ("soft", "hard"):
-        raise PageError(400, "mode must be soft or hard")
+        raise PageError("mode must be soft or hard")
     if args.get("locale") is not None and mode != "hard":
-        raise PageError(400, "a locale needs mode hard (Chromium restarts in it)")
+        raise PageError("a locale needs mode hard (Chromium restarts in it)")
     if mode == "hard":
         await session.restart_browser(args.get("locale"))
     else:

@@ -1,5 +1,6 @@
 """The page plane's loopback door, for the gateway only: ``POST /page/{operation}`` with the arguments
-as a JSON object, answered ``{"data": …}`` or ``{"error": message}`` with the failure's status.
+as a JSON object, answered ``{"data": …}`` or ``{"error": message}`` with the status of the failure's kind
+(:func:`~agentbox_common.http_status.http_status`; :func:`.errors.as_page_error` names the kind).
 
 It sits beside ``/mcp`` on the same loopback port and session. Like the SDK's own DNS-rebinding
 protection on ``/mcp``, it serves only loopback ``Host`` names and no browser ``Origin``, so a web page
@@ -11,15 +12,14 @@ import asyncio
 import logging
 from typing import Any
 
-from playwright.async_api import Error as PlaywrightError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from ..session import BrowserSession, BrowserUnavailable, first_line
-from ..tools.base import ToolError
-from ..tools.elements import ElementNotFound
-from .errors import PageError
+from agentbox_common.http_status import http_status
+
+from ..session import BrowserSession
+from .errors import as_page_error
 from .operations import OPERATIONS
 
 logger = logging.getLogger(__name__)
@@ -54,23 +54,10 @@ def page_routes(session: BrowserSession, deadline: float) -> list[Route]:
         try:
             async with asyncio.timeout(deadline):
                 return JSONResponse({"data": await operation(session, arguments)})
-        except PageError as exc:
-            return _error(exc.status, str(exc))
-        except ElementNotFound as exc:
-            return _error(404, str(exc))
-        except ToolError as exc:
-            return _error(400, str(exc))
-        except BrowserUnavailable as exc:
-            return _error(503, str(exc))
-        except (KeyError, TypeError, ValueError) as exc:
-            return _error(400, f"bad arguments for {name}: {type(exc).__name__}: {exc}")
-        except OSError as exc:  # a save path the sandbox user cannot write, a name too long, …
-            return _error(400, f"{name} failed: {exc.strerror or exc}")
-        except PlaywrightError as exc:
-            if not session.connected:
-                return _error(503, f"browser unavailable: {first_line(exc)}")
-            return _error(400, f"{name} failed: {first_line(exc)}")
-        except TimeoutError:
-            return _error(504, f"{name} did not finish within {deadline:g} s")
+        except Exception as exc:
+            error = as_page_error(exc, name, session.connected, deadline)
+            if error is None:
+                raise
+            return _error(http_status(error), error.message)
 
     return [Route("/page/{operation}", run, methods=["POST"])]

@@ -1,5 +1,5 @@
 """Page operations by name: each takes the session and its (already validated) arguments and returns
-JSON-ready data, or raises :class:`PageError` (or a tool error the door maps to a status). They act on
+JSON-ready data, or raises a :class:`PageError` of its kind (or a tool error the door reads as one). They act on
 the current tab through the helpers the MCP tools use (``goto``, ``settle``, ``locate``, tabs)."""
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from ..tools.base import ToolError
 from ..tools.content import page_markdown, page_text
 from ..tools.elements import index_elements, locate
 from ..tools.interaction import ACTION_TIMEOUT_MS
-from ..tools.navigation import check_url, goto, has_entry, settle
+from ..tools.navigation import check_url, goto, has_entry, load, settle
 from ..tools.tabs import activate_tab, close_page, open_tab, page_title, tab_at, tab_entries
 from . import context_ops, recording
-from .errors import PageError
+from .errors import ConditionTimedOut, PageConflict, PageError, PageNotFound
 
 Operation = Callable[[BrowserSession, dict[str, Any]], Awaitable[Any]]
 
@@ -67,16 +67,16 @@ async def navigate(session: BrowserSession, args: dict[str, Any]) -> Any:
     else:
         timeout_ms = args["timeout"] * 1000 if args.get("timeout") is not None else session.nav_timeout_ms
         try:
-            response = await page.goto(url, wait_until=wait_until, timeout=timeout_ms)
+            response = await load(page, url, wait_until, timeout_ms)
         except PlaywrightTimeoutError:
-            raise PageError(408, f"navigation to {url} did not reach {wait_until!r} in time") from None
+            raise ConditionTimedOut(f"navigation to {url} did not reach {wait_until!r} in time") from None
     return {**await _where(page), "status": response.status if response is not None else None}
 
 
 async def _history(session: BrowserSession, step: int) -> Any:
     page = await session.page()
     if not await has_entry(page, step):
-        raise PageError(409, f"there is no {'previous' if step < 0 else 'next'} page in this tab's history")
+        raise PageConflict(f"there is no {'previous' if step < 0 else 'next'} page in this tab's history")
     move = page.go_back if step < 0 else page.go_forward
     await move(wait_until="load", timeout=session.nav_timeout_ms)
     return await _where(page)
@@ -102,7 +102,7 @@ async def click(session: BrowserSession, args: dict[str, Any]) -> Any:
     count = args.get("click_count") or 1
     if args.get("selector") is None and args.get("index") is None:
         if args.get("x") is None or args.get("y") is None:
-            raise PageError(400, "give a selector, an index, or both x and y")
+            raise PageError("give a selector, an index, or both x and y")
         x, y = args["x"], args["y"]
         await settle(session, page, lambda: page.mouse.click(x, y, button=button, click_count=count))
         return {"clicked": {"x": x, "y": y}, **await _where(page)}
@@ -148,7 +148,7 @@ async def hover(session: BrowserSession, args: dict[str, Any]) -> Any:
         await element.hover(timeout=ACTION_TIMEOUT_MS)
         return {"hovered": args["selector"]}
     if args.get("x") is None or args.get("y") is None:
-        raise PageError(400, "give a selector or both x and y")
+        raise PageError("give a selector or both x and y")
     await page.mouse.move(args["x"], args["y"])
     return {"hovered": {"x": args["x"], "y": args["y"]}}
 
@@ -158,11 +158,11 @@ async def select_option(session: BrowserSession, args: dict[str, Any]) -> Any:
     element = await locate(page, selector=args["selector"])
     choice = {key: args[key] for key in ("value", "label", "index") if args.get(key) is not None}
     if not choice:
-        raise PageError(400, "give the option's value, label or index")
+        raise PageError("give the option's value, label or index")
     try:
         selected = await settle(session, page, lambda: element.select_option(**choice, timeout=ACTION_TIMEOUT_MS))
     except PlaywrightTimeoutError:
-        raise PageError(404, f"{args['selector']} has no option {choice}") from None
+        raise PageNotFound(f"{args['selector']} has no option {choice}") from None
     return {"selected": selected}
 
 
@@ -185,7 +185,7 @@ async def upload_file(session: BrowserSession, args: dict[str, Any]) -> Any:
     files = [Path(name) for name in args["files"]]
     missing = [str(path) for path in files if not path.is_file()]
     if missing:
-        raise PageError(404, f"no such file: {', '.join(missing)}")
+        raise PageNotFound(f"no such file: {', '.join(missing)}")
     page = await session.page()
     element = await locate(page, selector=args["selector"])
     await element.set_input_files(files, timeout=ACTION_TIMEOUT_MS)
@@ -198,7 +198,7 @@ async def fill_form(session: BrowserSession, args: dict[str, Any]) -> Any:
     items = args["items"]
     bad = [i for i, item in enumerate(items) if not isinstance(item.get("selector"), str) or "value" not in item]
     if bad:
-        raise PageError(400, f"items {bad} need a string selector and a value")
+        raise PageError(f"items {bad} need a string selector and a value")
     elements = [await locate(page, selector=item["selector"]) for item in items]
     filled = []
     for item, element in zip(items, elements, strict=True):
@@ -222,7 +222,7 @@ async def _scroll_position(page: Page) -> dict[str, int]:
 async def scroll(session: BrowserSession, args: dict[str, Any]) -> Any:
     direction = args.get("direction") or "down"
     if direction not in _SCROLL_BY:
-        raise PageError(400, f"direction must be one of {', '.join(_SCROLL_BY)}")
+        raise PageError(f"direction must be one of {', '.join(_SCROLL_BY)}")
     page = await session.page()
     amount = args["amount"] if args.get("amount") is not None else await page.evaluate("innerHeight")
     dx, dy = _SCROLL_BY[direction]
@@ -250,7 +250,7 @@ async def scroll_to_element(session: BrowserSession, args: dict[str, Any]) -> An
 async def screenshot(session: BrowserSession, args: dict[str, Any]) -> Any:
     image_format = args.get("format") or "png"
     if image_format not in ("png", "jpeg"):
-        raise PageError(400, "format must be png or jpeg")
+        raise PageError("format must be png or jpeg")
     options: dict[str, Any] = {"full_page": bool(args.get("full_page")), "type": image_format}
     if image_format == "jpeg" and args.get("quality") is not None:
         options["quality"] = args["quality"]
@@ -296,7 +296,7 @@ async def console(session: BrowserSession, args: dict[str, Any]) -> Any:
 async def export_console(session: BrowserSession, args: dict[str, Any]) -> Any:
     target = Path(args["save_path"])
     if not target.parent.is_dir():
-        raise PageError(404, f"no such directory: {target.parent}")
+        raise PageNotFound(f"no such directory: {target.parent}")
     messages = list(session.console)
     await asyncio.to_thread(target.write_text, json.dumps(messages, indent=2, ensure_ascii=False))
     if args.get("clear"):
@@ -311,13 +311,13 @@ async def evaluate(session: BrowserSession, args: dict[str, Any]) -> Any:
     except PlaywrightError as exc:
         if not session.connected:
             raise
-        raise PageError(400, f"script failed: {str(exc).splitlines()[0]}") from None
+        raise PageError(f"script failed: {str(exc).splitlines()[0]}") from None
     return {"result": result}
 
 
 async def find_text(session: BrowserSession, args: dict[str, Any]) -> Any:
     if not args["keyword"]:
-        raise PageError(400, "keyword must not be empty")
+        raise PageError("keyword must not be empty")
     return await (await session.page()).evaluate(_FIND_TEXT_SCRIPT, args["keyword"])
 
 
@@ -329,7 +329,7 @@ async def wait(session: BrowserSession, args: dict[str, Any]) -> Any:
     started = time.monotonic()
     needed = {"selector": "selector", "url": "url", "function": "expression"}
     if kind in needed and not args.get(needed[kind]):
-        raise PageError(400, f"wait type {kind!r} needs {needed[kind]}")
+        raise PageError(f"wait type {kind!r} needs {needed[kind]}")
     try:
         if kind == "selector":
             await page.locator(args["selector"]).first.wait_for(
@@ -347,22 +347,22 @@ async def wait(session: BrowserSession, args: dict[str, Any]) -> Any:
         elif kind in ("response", "request"):
             pattern = args.get("url_pattern") or args.get("url")
             if not pattern:
-                raise PageError(400, f"wait type {kind!r} needs url_pattern")
+                raise PageError(f"wait type {kind!r} needs url_pattern")
             waiter = page.wait_for_event(
                 kind, lambda item: re.search(pattern, item.url) is not None, timeout=timeout_ms
             )
             await waiter
         elif kind == "download":
             if not args.get("save_path"):
-                raise PageError(400, "wait type 'download' needs save_path")
+                raise PageError("wait type 'download' needs save_path")
             download = await page.wait_for_event("download", timeout=timeout_ms)
             await download.save_as(args["save_path"])
         elif kind == "timeout":
             await page.wait_for_timeout(timeout_ms)
         else:
-            raise PageError(400, f"unknown wait type {kind!r}")
+            raise PageError(f"unknown wait type {kind!r}")
     except PlaywrightTimeoutError:
-        raise PageError(408, f"wait for {kind} did not succeed within {timeout_ms / 1000:g} s") from None
+        raise ConditionTimedOut(f"wait for {kind} did not succeed within {timeout_ms / 1000:g} s") from None
     return {"type": kind, "elapsed": round(time.monotonic() - started, 3), **await _where(page)}
 
 
@@ -395,15 +395,15 @@ async def cookies_set(session: BrowserSession, args: dict[str, Any]) -> Any:
     cookies = args["cookies"]
     for position, cookie in enumerate(cookies):
         if not isinstance(cookie.get("name"), str) or "value" not in cookie:
-            raise PageError(400, f"cookie {position} needs a name and a value")
+            raise PageError(f"cookie {position} needs a name and a value")
         if not cookie.get("url") and not (cookie.get("domain") and cookie.get("path")):
-            raise PageError(400, f"cookie {position} needs a url, or a domain and a path")
+            raise PageError(f"cookie {position} needs a url, or a domain and a path")
     try:
         await (await session.context()).add_cookies(cookies)
     except PlaywrightError as exc:
         if not session.connected:
             raise
-        raise PageError(400, f"cookies refused: {str(exc).splitlines()[0]}") from None
+        raise PageError(f"cookies refused: {str(exc).splitlines()[0]}") from None
     return {"set": len(cookies)}
 
 

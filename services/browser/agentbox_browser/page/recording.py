@@ -17,7 +17,7 @@ from typing import Any
 from playwright.async_api import CDPSession
 
 from ..session import BrowserSession
-from .errors import PageError
+from .errors import PageConflict, PageError, PageNotFound, PageUnavailable
 
 MAX_SECONDS = 3600
 
@@ -54,10 +54,10 @@ class Recorder:
     async def start(self, session: BrowserSession, args: dict[str, Any]) -> dict[str, Any]:
         async with self._lock:
             if self.state in ("recording", "paused"):
-                raise PageError(409, f"a {self.name} recording is already running; stop it first")
+                raise PageConflict(f"a {self.name} recording is already running; stop it first")
             ffmpeg = shutil.which("ffmpeg")
             if ffmpeg is None:
-                raise PageError(503, "ffmpeg is not installed: recordings need it")
+                raise PageUnavailable("ffmpeg is not installed: recordings need it")
             fps = args.get("fps") or 10
             default = os.path.join(tempfile.gettempdir(), f"{self.name}-{time.time_ns()}.mp4")
             target = await asyncio.to_thread(_writable_target, args.get("save_path") or default)
@@ -126,20 +126,20 @@ class Recorder:
 
     def pause(self) -> dict[str, Any]:
         if self.state != "recording":
-            raise PageError(409, f"no {self.name} recording is running")
+            raise PageConflict(f"no {self.name} recording is running")
         self._recorded, self.state = self._duration(), "paused"
         return self.status()
 
     def resume(self) -> dict[str, Any]:
         if self.state != "paused":
-            raise PageError(409, f"no {self.name} recording is paused")
+            raise PageConflict(f"no {self.name} recording is paused")
         self._started, self.state = time.monotonic(), "recording"
         return self.status()
 
     async def stop(self) -> dict[str, Any]:
         async with self._lock:
             if self.state not in ("recording", "paused"):
-                raise PageError(409, f"no {self.name} recording is running")
+                raise PageConflict(f"no {self.name} recording is running")
             self._recorded, self.state = self._duration(), "stopping"
             current = asyncio.current_task()
             for task in (self._pump, self._limit):
@@ -162,7 +162,7 @@ class Recorder:
 def _writable_target(path: str) -> str:
     target = os.path.abspath(path)
     if not os.path.isdir(os.path.dirname(target)):
-        raise PageError(404, f"no such directory: {os.path.dirname(target)}")
+        raise PageNotFound(f"no such directory: {os.path.dirname(target)}")
     return target
 
 
@@ -181,7 +181,7 @@ async def record(session: BrowserSession, args: dict[str, Any]) -> Any:
         return await actions[action]()
     simple = {"pause": PAGE.pause, "resume": PAGE.resume, "status": PAGE.status}
     if action not in simple:
-        raise PageError(400, "action must be once, start, pause, resume, stop or status")
+        raise PageError("action must be once, start, pause, resume, stop or status")
     return simple[action]()
 
 
@@ -193,7 +193,7 @@ async def display_record(session: BrowserSession, args: dict[str, Any]) -> Any:
         return await DISPLAY.stop()
     if action == "status":
         return DISPLAY.status()
-    raise PageError(400, "action must be start, stop or status")
+    raise PageError("action must be start, stop or status")
 
 
 OPERATIONS = {"record": record, "display_record": display_record}

@@ -1,6 +1,7 @@
 """What every browser tool shares: its spec (:class:`BrowserTool`, a tool spec whose handler takes
 the browser session), the object schemas mcp-server-browser publishes, result shapes, and
-:func:`bind`, where page failures become :class:`ToolError` so that no failing page operation can
+:func:`bind`, where page failures become :class:`ToolError` (Chromium being down is a plane error
+the registry answers alike) so that no failing page operation can
 take the server or the browser down (the shared registry turns them into ``isError`` results)."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from agentbox_common.mcp_tools import Arguments, Handler, ToolError, ToolSpec, text_result
 
-from ..session import BrowserSession, BrowserUnavailable, first_line
+from ..session import BrowserSession, first_line
 
 __all__ = ["Arguments", "BrowserTool", "ToolError", "bind", "image_result", "schema", "text_result"]
 
@@ -58,8 +59,6 @@ def _guarded(tool: BrowserTool, session: BrowserSession, deadline: float) -> Han
         try:
             async with asyncio.timeout(deadline):
                 return await tool.handler(session, args)
-        except BrowserUnavailable as exc:
-            raise ToolError(str(exc)) from None
         except PlaywrightError as exc:
             if not session.connected:
                 raise ToolError(f"browser unavailable: {first_line(exc)}") from None

@@ -84,7 +84,8 @@ async def page_markdown(page: Page) -> str:
 
 
 async def page_text(page: Page) -> str:
-    return await page.evaluate("() => (document.body || document.documentElement)?.innerText ?? ''")
+    text: str = await page.evaluate("() => (document.body || document.documentElement)?.innerText ?? ''")
+    return text
 
 
 async def get_markdown(session: BrowserSession, args: Arguments) -> types.CallToolResult:

@@ -8,11 +8,14 @@ from __future__ import annotations
 from playwright.async_api import Locator, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
+from agentbox_common.errors import NotFound
+
 from .base import ToolError
 
 
-class ElementNotFound(ToolError):
-    """No element has that index or matches that selector (the REST door answers 404)."""
+class ElementNotFound(NotFound, ToolError):
+    """No element has that index or matches that selector: of kind not found (the page door answers
+    404), and a tool error as the MCP tools' other refusals are."""
 
 
 INDEX_ATTRIBUTE = "data-agentbox-index"
@@ -83,7 +86,8 @@ _UNHIGHLIGHT_SCRIPT = "() => document.getElementById('agentbox-highlights')?.rem
 
 async def index_elements(page: Page) -> list[str]:
     """Number the page's visible interactive elements; returns the ``[index]<tag>text</tag>`` lines."""
-    return await page.evaluate(_INDEX_SCRIPT, INDEX_ATTRIBUTE)
+    lines: list[str] = await page.evaluate(_INDEX_SCRIPT, INDEX_ATTRIBUTE)
+    return lines
 
 
 def listing(lines: list[str]) -> str:

@@ -45,10 +45,27 @@ def check_url(url: str) -> str:
     return url
 
 
+#: How long a navigation that failed in the network gets for Chromium to commit its error page.
+ERROR_PAGE_GRACE_MS = 2000
+
+
+async def load(page: Page, url: str, wait_until: Any, timeout_ms: float) -> Response | None:
+    """``page.goto``; after a network failure it waits for Chromium's error page, which commits a
+    moment after the failure is reported and would otherwise interrupt the agent's next navigation."""
+    try:
+        return await page.goto(url, wait_until=wait_until, timeout=timeout_ms)
+    except PlaywrightError as exc:
+        message = str(exc)
+        if not isinstance(exc, PlaywrightTimeoutError) and "net::ERR_" in message and "ERR_ABORTED" not in message:
+            with contextlib.suppress(PlaywrightError):
+                await page.wait_for_url(lambda at: at.startswith("chrome-error://"), timeout=ERROR_PAGE_GRACE_MS)
+        raise
+
+
 async def goto(session: BrowserSession, page: Page, url: str) -> Response | None:
     """Load ``url`` in ``page``; unreachable URLs and timeouts become ToolErrors naming the URL."""
     try:
-        return await page.goto(url, wait_until="load", timeout=session.nav_timeout_ms)
+        return await load(page, url, "load", session.nav_timeout_ms)
     except PlaywrightTimeoutError:
         raise ToolError(
             f"navigation to {url} timed out after {session.nav_timeout_ms / 1000:g} s (the page may still be loading)"
@@ -78,7 +95,8 @@ async def has_entry(page: Page, step: int) -> bool:
         history = await cdp.send("Page.getNavigationHistory")
     finally:
         await cdp.detach()
-    return 0 <= history["currentIndex"] + step < len(history["entries"])
+    current: int = history["currentIndex"]
+    return 0 <= current + step < len(history["entries"])
 
 
 async def _history(session: BrowserSession, direction: str) -> types.CallToolResult:

@@ -2,7 +2,7 @@
 registry (specs, argument checking, the one catch turning failures into ``isError`` results), the
 result shapes, and the builder of their low-level SDK server (``counting`` counts their calls)."""
 
-from .registry import Arguments, Handler, ToolRegistry, ToolSpec
+from .registry import Arguments, ContextHandler, Handler, ToolRegistry, ToolSpec
 from .results import (
     ErrorResult,
     ToolError,
@@ -13,11 +13,12 @@ from .results import (
     plane_error_text,
     text_result,
 )
-from .server import CallScope, MoreTools, OnCall, build_server
+from .server import CallContext, MoreTools, OnCall, build_server
 
 __all__ = [
     "Arguments",
-    "CallScope",
+    "CallContext",
+    "ContextHandler",
     "ErrorResult",
     "Handler",
     "MoreTools",

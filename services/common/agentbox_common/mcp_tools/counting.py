@@ -1,6 +1,6 @@
 """Finished tool calls counted in the served request's record (``agentbox_common.observability``), for
-the servers that keep metrics: pass :func:`count_call` as ``build_server(..., on_call=...)``. Kept
-out of the package's imports so a server without metrics (the browser program) does not load them."""
+the servers that keep metrics (every program's): pass :func:`count_call` as
+``build_server(..., on_call=...)``. Kept out of the package's imports, which need no metrics."""
 
 from __future__ import annotations
 

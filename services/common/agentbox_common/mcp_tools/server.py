@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
@@ -22,8 +21,9 @@ from .registry import ToolRegistry
 UNKNOWN_TOOL = "<unknown>"
 
 Context = ServerRequestContext[Any, Any]
-#: What a registry call runs inside (the context variables a server's tools read), entered per call.
-CallScope = Callable[[Context], AbstractContextManager[object]]
+C = TypeVar("C")
+#: Builds the call context a server's tools are handed (``ToolRegistry[C]``) from the SDK's own.
+CallContext = Callable[[Context], C]
 #: Told of every finished call: the tool (:data:`UNKNOWN_TOOL` for a name nobody publishes), its
 #: result (``None``: a JSON-RPC error) and its seconds (``counting.count_call`` keeps the metrics).
 OnCall = Callable[[str, types.CallToolResult | None, float], None]
@@ -51,21 +51,25 @@ class MoreTools(Protocol):
 
 def build_server(
     name: str,
-    registry: ToolRegistry,
+    registry: ToolRegistry[C],
     *,
     version: str,
     instructions: str,
     title: str | None = None,
-    call_scope: CallScope | None = None,
+    call_context: CallContext[C] | None = None,
     running: RunningCalls | None = None,
     log_level: LogLevel | None = None,
     more: MoreTools | None = None,
     on_call: OnCall | None = None,
     listen: ListenHandler | None = None,
 ) -> Server:
-    """``running``: calls ``notifications/cancelled`` may stop (answered :func:`cancelled_result`);
-    ``log_level``: ``logging/setLevel`` is served (declaring the ``logging`` capability);
-    ``listen``: ``subscriptions/listen`` is served (2026-07-28 clients are told ``listChanged``)."""
+    """``call_context``: what each registry call is handed beside its arguments (``None``: the tools
+    read nothing of their call, and are handed ``None``); ``running``: calls
+    ``notifications/cancelled`` may stop (answered :func:`cancelled_result`); ``log_level``:
+    ``logging/setLevel`` is served (declaring the ``logging`` capability); ``listen``:
+    ``subscriptions/listen`` is served (2026-07-28 clients are told ``listChanged``)."""
+
+    make_context: CallContext[Any] = call_context if call_context is not None else _no_context
 
     async def list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         tools = registry.tools()
@@ -98,10 +102,7 @@ def build_server(
     async def route_call(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         name = params.name
         if name in registry:
-            if call_scope is None:
-                return await registry.call(name, params.arguments)
-            with call_scope(ctx):
-                return await registry.call(name, params.arguments)
+            return await registry.call(name, params.arguments, make_context(ctx))
         if more is not None:
             result = await more.call_tool(ctx, params)
             if result is not None:
@@ -131,3 +132,7 @@ def build_server(
     if log_level is not None:
         log_level.install(server)
     return server
+
+
+def _no_context(ctx: Context) -> None:
+    return None

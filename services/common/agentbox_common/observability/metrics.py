@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .tool_calls import ToolOutcome
 
 # ``*_created`` series (one per label set) double a scrape's size and no dashboard reads them.
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
 
 #: Distinct tool names kept as labels; more (a client calling made-up names) fold into "other".
 MAX_TOOL_LABELS = 512

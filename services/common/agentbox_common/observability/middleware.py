@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from starlette.applications import Starlette
@@ -71,7 +71,8 @@ def route_template(scope: Scope) -> str:
     path = getattr(route, "path", None)
     if not isinstance(path, str):
         return UNMATCHED_ROUTE
-    return scope.get("root_path", "") + path
+    root: str = scope.get("root_path", "")
+    return root + path
 
 
 class ObservabilityMiddleware:
@@ -136,7 +137,8 @@ class ObservabilityMiddleware:
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
-    for key, value in scope.get("headers", ()):
+    headers: Iterable[tuple[bytes, bytes]] = scope.get("headers", ())
+    for key, value in headers:
         if key == name:
             return value
     return None

@@ -4,6 +4,7 @@ errors. The MCP tools and the REST routes are thin doors over these; a behaviour
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -11,10 +12,10 @@ from ..settings import GatewaySettings
 from .browser import BrowserPlane
 from .browser.page import PagePlane
 from .context import ContextPlane
+from .egress import ProxyPlane
 from .files import ConvertPlane, EditorPlane, FilePlane, FileWatchPlane
 from .hooks import HookPlane
 from .preview import PreviewPlane
-from .proxy import ProxyPlane
 from .shell import ShellPlane
 
 if TYPE_CHECKING:  # imported where made: the code plane is the largest, and only code calls need it
@@ -33,7 +34,7 @@ class Planes:
     convert: ConvertPlane
     watch: FileWatchPlane
     hooks: HookPlane
-    proxy: ProxyPlane
+    egress: ProxyPlane
     settings: GatewaySettings
     _code: CodePlane | None = field(default=None, init=False, repr=False)
     _making: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -57,7 +58,8 @@ class Planes:
         return self._code.session_count if self._code is not None else 0
 
     @classmethod
-    def create(cls, settings: GatewaySettings) -> Planes:
+    def create(cls, settings: GatewaySettings, *, own_cookies: Iterable[str]) -> Planes:
+        """``own_cookies``: the names of the gateway's own cookies, which the preview plane keeps from apps."""
         files = FilePlane(settings)
         browser = BrowserPlane(settings)
         return cls(
@@ -67,11 +69,11 @@ class Planes:
             context=ContextPlane(settings, browser.status),
             browser=browser,
             page=PagePlane(settings.browser_url, timeout=settings.upstream_call_timeout),
-            preview=PreviewPlane(settings),
+            preview=PreviewPlane(settings, own_cookies),
             convert=ConvertPlane(),
-            watch=FileWatchPlane(settings.max_file_watchers),
+            watch=FileWatchPlane(settings.max_file_watchers, settings.watch_events_kept),
             hooks=HookPlane(settings.shutdown_hooks),
-            proxy=ProxyPlane(settings.browser_proxy_port, browser),
+            egress=ProxyPlane(settings.browser_proxy_port, browser),
             settings=settings,
         )
 
@@ -89,7 +91,7 @@ class Planes:
             self.convert,
             self.watch,
             self.hooks,
-            self.proxy,
+            self.egress,
         ):
             if plane is not None:
                 await plane.aclose()

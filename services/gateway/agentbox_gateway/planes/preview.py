@@ -4,10 +4,11 @@ such as ``{port}-preview.example.com``) or through the gateway's ``/proxy/{port}
 stripped) and ``/absproxy/{port}/`` (path kept).
 
 It owns the connection pool to the apps (kept-alive connections reused), decides which request
-headers reach an app (never the gateway's key or session cookie; ``X-Forwarded-*`` set) and which
-response headers come back (hop-by-hop ones dropped, ``Location`` put back under the prefix, no
-``Set-Cookie`` of the gateway's session cookie), and turns "nothing there" and "no answer" into
-typed errors. Bodies pass through as async iterators of bytes: nothing is read whole."""
+headers reach an app (never the gateway's key or its own cookies, whose names the gateway hands the
+plane; ``X-Forwarded-*`` set) and which response headers come back (hop-by-hop ones dropped,
+``Location`` put back under the prefix, no ``Set-Cookie`` of the gateway's own cookies), and turns
+"nothing there" and "no answer" into typed errors. Bodies pass through as async iterators of bytes:
+nothing is read whole."""
 
 from __future__ import annotations
 
@@ -30,12 +31,6 @@ if TYPE_CHECKING:  # imported where used: a gateway nobody previews through neve
 
 T = TypeVar("T")
 
-#: The gateway's own cookie name (reserved for its browser session): never sent to an app, and an
-#: app's ``Set-Cookie`` of that name is dropped so it cannot overwrite it.
-SESSION_COOKIE = "agentbox_session"
-#: The cookie authorising one preview origin (set there by the gateway): never sent to the app either.
-PREVIEW_COOKIE = "agentbox_preview"
-_RESERVED_COOKIES = frozenset({SESSION_COOKIE, PREVIEW_COOKIE})
 #: ``AIO_PREVIEW_HOST``'s placeholder, and the preview host form every gateway serves.
 PORT_PLACEHOLDER = "{port}"
 LOCAL_PREVIEW_HOST = "{port}.localhost"
@@ -253,19 +248,22 @@ def without_key(query: bytes, key: str) -> bytes:
     return query if len(kept) == len(pieces) else b"&".join(kept)
 
 
-def _without_session_cookie(value: str) -> str:
+def _without_cookies(value: str, names: frozenset[str]) -> str:
     return "; ".join(
-        pair
-        for pair in value.split(";")
-        if pair.strip().split("=", 1)[0].strip() not in _RESERVED_COOKIES and pair.strip()
+        pair for pair in value.split(";") if pair.strip().split("=", 1)[0].strip() not in names and pair.strip()
     )
 
 
 def request_headers(
-    headers: Iterable[tuple[bytes, bytes]], caller: Caller, target: Target, key: str, websocket: bool = False
+    headers: Iterable[tuple[bytes, bytes]],
+    caller: Caller,
+    target: Target,
+    key: str,
+    own_cookies: frozenset[str],
+    websocket: bool = False,
 ) -> list[tuple[str, str]]:
     """The caller's headers as the app gets them: hop-by-hop ones and any value carrying the gateway's
-    key dropped, the gateway's session and preview cookies removed, ``X-Forwarded-For/-Proto/-Host/-Prefix`` set."""
+    key dropped, the gateway's ``own_cookies`` removed, ``X-Forwarded-For/-Proto/-Host/-Prefix`` set."""
     forwarded_for = ""
     out: list[tuple[str, str]] = []
     for raw_name, raw_value in headers:
@@ -276,8 +274,8 @@ def request_headers(
         value = raw_value.decode("latin-1")
         if key and key in value:
             continue
-        if raw_name == b"cookie" and (SESSION_COOKIE in value or PREVIEW_COOKIE in value):
-            value = _without_session_cookie(value)
+        if raw_name == b"cookie" and any(name in value for name in own_cookies):
+            value = _without_cookies(value, own_cookies)
             if not value:
                 continue
         out.append((raw_name.decode("latin-1"), value))
@@ -308,9 +306,10 @@ def rewrite_location(value: str, target: Target, outer_prefix: str) -> str:
 
 
 def response_headers(
-    raw: Iterable[tuple[bytes, bytes]], target: Target, outer_prefix: str
+    raw: Iterable[tuple[bytes, bytes]], target: Target, outer_prefix: str, own_cookies: frozenset[str]
 ) -> list[tuple[bytes, bytes]]:
-    """The app's headers as the caller gets them (see :func:`rewrite_location`)."""
+    """The app's headers as the caller gets them (see :func:`rewrite_location`); an app's
+    ``Set-Cookie`` of one of the gateway's ``own_cookies`` is dropped so it cannot overwrite it."""
     out = []
     for name, value in raw:
         lowered = name.lower()
@@ -318,16 +317,18 @@ def response_headers(
             continue
         if lowered == b"location":
             value = rewrite_location(value.decode("latin-1"), target, outer_prefix).encode("latin-1")
-        elif lowered == b"set-cookie" and value.split(b"=", 1)[0].strip().decode("latin-1") in _RESERVED_COOKIES:
+        elif lowered == b"set-cookie" and value.split(b"=", 1)[0].strip().decode("latin-1") in own_cookies:
             continue
         out.append((lowered, value))
     return out
 
 
 class PreviewPlane:
-    def __init__(self, settings: GatewaySettings) -> None:
+    def __init__(self, settings: GatewaySettings, own_cookies: Iterable[str]) -> None:
         self.timeout = settings.proxy_timeout
         self.key = settings.api_key
+        #: The names of the gateway's own cookies (its session, the preview cookie): never an app's.
+        self.own_cookies = frozenset(own_cookies)
         self._session: aiohttp.ClientSession | None = None
         #: The loopback address each port last answered on, tried first next time.
         self._answered_on: dict[int, str] = {}
@@ -411,7 +412,7 @@ class PreviewPlane:
         response = await self._reach(target, False, send, "answer")
         return AppResponse(
             response.status,
-            response_headers(response.raw_headers, target, outer_prefix),
+            response_headers(response.raw_headers, target, outer_prefix, self.own_cookies),
             response.content.iter_any(),
             response,
         )

@@ -102,6 +102,15 @@ class UpstreamRouter:
         """The registered upstreams' names, in registration order."""
         return [client.name for client in self._clients]
 
+    def served_from(self, base_url: str) -> frozenset[str]:
+        """The upstreams whose URL is at ``base_url`` (the image registers the browser program so)."""
+        base = base_url.rstrip("/")
+        return frozenset(
+            client.name
+            for client in self._clients
+            if client.config.url == base or client.config.url.startswith(f"{base}/")
+        )
+
     @classmethod
     def from_config(cls, settings: GatewaySettings) -> UpstreamRouter:
         return cls(

@@ -12,12 +12,16 @@ cancels the runs still going, so no agent outlives the server.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 from fastapi import FastAPI
 
+from agentbox_common.service import as_service
+
 from ..adapters import Adapter, load_adapter
-from ..app import healthz_route, mcp_routes
+from ..app import HEALTH_PATH, healthz, mcp_routes
 from ..locks import WorkspaceLocks
 from ..mcp_server import build_mcp_asgi
 from ..run_service import RunService
@@ -30,7 +34,7 @@ from .runs import RunRegistry
 from .settings import ApiModeSettings
 
 MCP_PATHS = ("/mcp", "/mcp/")
-PUBLIC_PATHS = ("/healthz",)
+PUBLIC_PATHS = (HEALTH_PATH,)
 
 
 def build_api_app(
@@ -41,16 +45,11 @@ def build_api_app(
     registry = RunRegistry(locks, settings.result_ttl)
     endpoint = build_mcp_asgi(settings.mcp, locks, adapter) if settings.mcp.mcp_mode else None
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with contextlib.AsyncExitStack() as stack:
-            if endpoint is not None:
-                await stack.enter_async_context(endpoint.session_manager.run())
-            stack.push_async_callback(registry.aclose)
-            yield
-
-    app = FastAPI(title="aicodebox API mode", lifespan=lifespan)
-    app.router.routes.append(healthz_route(adapter))
+    parts: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
+    if endpoint is not None:
+        parts.append(endpoint.session_manager.run)
+    parts.append(lambda: contextlib.aclosing(registry))  # closed first: the runs still going are cancelled
+    app = FastAPI(title="aicodebox API mode")
     install_error_handler(app)
     app.include_router(routes_run.router(service, registry))
     app.include_router(routes_files.router(WorkspaceFiles(settings.mcp.workspace), settings.mcp.max_upload_bytes))
@@ -60,8 +59,13 @@ def build_api_app(
         app.router.routes.extend(mcp_routes(endpoint, MCP_PATHS))
         exempt += MCP_PATHS
     app.add_middleware(ApiTokenGuard, token=settings.token, exempt_paths=exempt)
-    metrics = settings.mcp.observability.install(app, "agentbox-api")
-    if metrics is not None:
-        metrics.add_collector(RUN_STATS.collect)
     app.state.locks, app.state.registry, app.state.mcp = locks, registry, endpoint
-    return app
+    return as_service(
+        app,
+        "agentbox-api",
+        settings.mcp.observability,
+        health=healthz(adapter),
+        health_path=HEALTH_PATH,
+        parts=parts,
+        collectors=[RUN_STATS.collect],
+    )

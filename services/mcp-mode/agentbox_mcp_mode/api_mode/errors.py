@@ -13,11 +13,11 @@ from agentbox_common.errors import PlaneError
 from agentbox_common.http_status import HTTP_STATUS
 
 from ..run_service import RunRefused
-from ..workspace_files import DiskFull, FileAccessDenied
+from ..workspace_files import DiskFull
 
 #: Where aicodebox's API answers other than by kind: a refused ``/run`` body is 422 like FastAPI's
-#: own validation errors; file permissions and a full disk keep their own statuses.
-STATUS_OF_ERROR: dict[type[PlaneError], int] = {RunRefused: 422, FileAccessDenied: 403, DiskFull: 507}
+#: own validation errors; a full disk keeps its own status (507, which no kind has).
+STATUS_OF_ERROR: dict[type[PlaneError], int] = {RunRefused: 422, DiskFull: 507}
 
 
 def http_status(exc: PlaneError) -> int:

@@ -34,7 +34,16 @@ from telegram import (
     Voice,
 )
 from telegram.error import TelegramError
-from telegram.ext import Application, CallbackQueryHandler, CommandHandler, ContextTypes, MessageHandler, filters
+from telegram.ext import (
+    Application,
+    CallbackQueryHandler,
+    CommandHandler,
+    ContextTypes,
+    ExtBot,
+    JobQueue,
+    MessageHandler,
+    filters,
+)
 
 from agentbox_common.errors import PlaneError
 from agentbox_common.settings import ConfigError
@@ -62,6 +71,15 @@ Uploads land in the workspace; an upload's caption is run as a prompt.
 An answer can send workspace files with [SEND_FILE: relative/path]."""
 
 Handler = Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]
+#: What ``Application.builder()`` builds: PTB's default bot, context, (untyped) data dicts and job queue.
+BotApplication = Application[
+    ExtBot[None],
+    ContextTypes.DEFAULT_TYPE,
+    dict[Any, Any],
+    dict[Any, Any],
+    dict[Any, Any],
+    JobQueue[ContextTypes.DEFAULT_TYPE],
+]
 
 
 class TelegramMode:
@@ -76,7 +94,7 @@ class TelegramMode:
 
     # --- wiring ---------------------------------------------------------------------------------
 
-    def build(self) -> Application:
+    def build(self) -> BotApplication:
         base = self.settings.api_url
         application = (
             Application.builder()

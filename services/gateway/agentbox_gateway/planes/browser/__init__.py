@@ -11,7 +11,7 @@ from .actions import (
     parse_action,
 )
 from .errors import BrowserError, BrowserProgramUnavailable, BrowserUnavailable, InvalidAction, PageFailed
-from .plane import RESOLUTIONS, BrowserInfo, BrowserPlane, Screenshot, gateway_base
+from .plane import RESOLUTIONS, BrowserInfo, BrowserPlane, Screenshot
 
 __all__ = [
     "ACTION_TYPES",
@@ -30,6 +30,5 @@ __all__ = [
     "PageFailed",
     "Screenshot",
     "action_schema",
-    "gateway_base",
     "parse_action",
 ]

@@ -184,7 +184,7 @@ def parse_action(raw: Any) -> Action:
 
 
 def _button(raw: Mapping[str, Any]) -> str:
-    button = raw.get("button")
+    button: str | None = raw.get("button")
     if button is None:
         return "left"
     if button not in BUTTONS:

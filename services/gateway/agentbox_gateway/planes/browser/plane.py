@@ -90,12 +90,6 @@ class PageSession:
     scale: float
 
 
-def gateway_base(settings: GatewaySettings) -> str:
-    """``http://host:port`` of the gateway as configured (a wildcard bind reads as loopback)."""
-    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
-    return f"http://{f'[{host}]' if ':' in host else host}:{settings.port}"
-
-
 def png_size(data_base64: str) -> tuple[int, int]:
     """Width and height from the PNG header (the first 24 bytes), without decoding the image."""
     head = base64.b64decode(data_base64[:32])
@@ -125,7 +119,6 @@ class BrowserPlane:
     def __init__(self, settings: GatewaySettings) -> None:
         self.cdp_url = settings.cdp_url.rstrip("/")
         #: The gateway's own address, for ``cdp_url`` when no request says how callers reach it.
-        self.local_base = gateway_base(settings)
         self.vnc_enabled = settings.vnc_enabled
         self._display_name = settings.display if settings.vnc_enabled and settings.display else None
         self._connection: CdpConnection | None = None
@@ -169,7 +162,8 @@ class BrowserPlane:
 
     async def version(self) -> dict[str, Any]:
         """Chromium's ``/json/version``; :class:`BrowserUnavailable` when nothing answers."""
-        return await self._get_json("/json/version")
+        version: dict[str, Any] = await self._get_json("/json/version")
+        return version
 
     async def status(self) -> dict[str, Any]:
         """For ``/v1/capabilities``: never raises."""
@@ -260,7 +254,7 @@ class BrowserPlane:
     @_names_failures("browser info")
     async def info(self) -> BrowserInfo:
         """Where the browser's DevTools socket is, its user agent and display size; the doors turn
-        them into the URLs a caller uses (see :mod:`agentbox_gateway.browser_links`)."""
+        them into the URLs a caller uses (see :mod:`agentbox_gateway.doors.shared.browser_links`)."""
         version = await self.version()
         viewport, user_agent, _ = await self._page_metrics()
         return BrowserInfo(urlsplit(version["webSocketDebuggerUrl"]).path, user_agent, viewport, self.vnc_enabled)

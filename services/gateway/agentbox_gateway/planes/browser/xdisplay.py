@@ -11,7 +11,8 @@ from __future__ import annotations
 import struct
 import time
 import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio.to_thread
 from Xlib import XK, X
@@ -22,6 +23,8 @@ from Xlib.ext import xtest
 from .errors import BrowserError, BrowserUnavailable
 from .gui import InputDriver, InputState
 from .keys import KeyDef
+
+T = TypeVar("T")
 
 #: X keysym names of the named keys (``KeyDef.key``), where they differ or exist.
 _KEYSYM_NAMES = {
@@ -90,7 +93,7 @@ class XDisplay:
                 pass
         self._display = None
 
-    def run(self, work: Any) -> Any:
+    def run(self, work: Callable[[Any], T]) -> T:
         """``work(display)``; a broken connection is reopened next time."""
         try:
             return work(self._connect())
@@ -162,7 +165,8 @@ class XInputDriver(InputDriver):
     def _keysym(key: KeyDef) -> int:
         if len(key.key) == 1:
             return ord(key.key) if ord(key.key) < 0x100 else 0x01000000 + ord(key.key)
-        return XK.string_to_keysym(_KEYSYM_NAMES.get(key.key, key.key))
+        keysym: int = XK.string_to_keysym(_KEYSYM_NAMES.get(key.key, key.key))  # Xlib is untyped
+        return keysym
 
     async def key_down(self, key: KeyDef) -> None:
         keycode, _ = self._keycode(self._keysym(key))

@@ -2,10 +2,10 @@
 
 from .errors import (
     CodeError,
-    InvalidRequest,
-    RuntimeUnavailable,
+    CodeSessionNotFound,
+    InterpreterUnavailable,
+    InvalidCodeRequest,
     SessionLimitReached,
-    SessionNotFound,
     UnsupportedLanguage,
 )
 from .plane import (
@@ -29,13 +29,13 @@ __all__ = [
     "CellError",
     "CodeError",
     "CodePlane",
+    "CodeSessionNotFound",
     "Execution",
-    "InvalidRequest",
+    "InterpreterUnavailable",
+    "InvalidCodeRequest",
     "RuntimeInfo",
-    "RuntimeUnavailable",
     "SessionInfo",
     "SessionLimitReached",
-    "SessionNotFound",
     "UnsupportedLanguage",
     "normalize_language",
 ]

@@ -13,11 +13,11 @@ class UnsupportedLanguage(CodeError):
     """A language the plane does not run (the message lists those it does)."""
 
 
-class InvalidRequest(CodeError):
+class InvalidCodeRequest(CodeError):
     """A bad argument: a timeout out of range, a missing directory, a kernel or version not installed."""
 
 
-class SessionNotFound(NotFound, CodeError):
+class CodeSessionNotFound(NotFound, CodeError):
     """No session of that id (and language): never made, deleted, or closed after idling."""
 
 
@@ -25,5 +25,5 @@ class SessionLimitReached(LimitReached, CodeError):
     """Every session slot is taken, and none is an idle one made implicitly (those are evicted)."""
 
 
-class RuntimeUnavailable(Unavailable, CodeError):
+class InterpreterUnavailable(Unavailable, CodeError):
     """The interpreter is not installed or will not start."""

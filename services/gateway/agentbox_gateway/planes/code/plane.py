@@ -30,7 +30,13 @@ from ...settings import GatewaySettings
 from ..languages import Language
 from ..streaming import OutputRelay, OutputSink
 from . import node_driver
-from .errors import InvalidRequest, RuntimeUnavailable, SessionLimitReached, SessionNotFound, UnsupportedLanguage
+from .errors import (
+    CodeSessionNotFound,
+    InterpreterUnavailable,
+    InvalidCodeRequest,
+    SessionLimitReached,
+    UnsupportedLanguage,
+)
 from .pools import WorkerPool
 from .worker import Outcome, Worker, WorkerStartError
 
@@ -167,7 +173,9 @@ class _Runtime:
     def argv(self, env: Mapping[str, str]) -> list[str]:
         executable = self.executable or shutil.which(self.program, path=env.get("PATH"))
         if executable is None:
-            raise RuntimeUnavailable(f"{self.program} is not installed (not on PATH): {self.language} code cannot run")
+            raise InterpreterUnavailable(
+                f"{self.program} is not installed (not on PATH): {self.language} code cannot run"
+            )
         return [executable, self.flag, self.source]
 
 
@@ -185,7 +193,7 @@ def check_timeout(timeout: float | None) -> float:
     if timeout is None:
         return float(DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= MAX_TIMEOUT:
-        raise InvalidRequest(f"timeout must be between 1 and {MAX_TIMEOUT} seconds, got {timeout!r}")
+        raise InvalidCodeRequest(f"timeout must be between 1 and {MAX_TIMEOUT} seconds, got {timeout!r}")
     return float(timeout)
 
 
@@ -230,7 +238,7 @@ class CodePlane:
                 memory_limit=self.memory_limit_mb * 1024 * 1024 if self.memory_limit_mb else None,
             )
         except WorkerStartError as exc:
-            raise RuntimeUnavailable(str(exc)) from None
+            raise InterpreterUnavailable(str(exc)) from None
         runtime.executable = str(worker.info.get("executable") or runtime.executable)
         runtime.version = str(worker.info.get("version") or runtime.version)
         return worker
@@ -240,7 +248,7 @@ class CodePlane:
             return None
         path = Path(self.default_cwd, cwd).expanduser()
         if not path.is_dir():
-            raise InvalidRequest(f"cwd {cwd!r} is not an existing directory")
+            raise InvalidCodeRequest(f"cwd {cwd!r} is not an existing directory")
         return str(path)
 
     # -- execution -------------------------------------------------------------------------------
@@ -267,7 +275,7 @@ class CodePlane:
         seconds = check_timeout(timeout)
         directory = self._directory(cwd)
         if stdin is not None and (name != "javascript" or session_id is not None or stateful):
-            raise InvalidRequest("stdin is only supported for stateless JavaScript execution")
+            raise InvalidCodeRequest("stdin is only supported for stateless JavaScript execution")
         await self._expire_sessions()
         if files:
             await asyncio.to_thread(_write_files, directory or self.default_cwd, files)
@@ -289,7 +297,7 @@ class CodePlane:
         if session_id is not None and session_id in self._sessions:
             session = self._sessions[session_id]
             if session.language != language:
-                raise InvalidRequest(f"session {session_id!r} runs {session.language}, not {language}")
+                raise InvalidCodeRequest(f"session {session_id!r} runs {session.language}, not {language}")
             return session
         info, _ = await self.create_session(language, session_id, cwd=cwd, auto=session_id is None)
         return self._sessions[info.session_id]
@@ -341,15 +349,15 @@ class CodePlane:
         name = normalize_language(language)
         directory = self._directory(cwd) or self.default_cwd
         if max_idle is not None and max_idle <= 0:
-            raise InvalidRequest("max_idle_time must be a positive number of seconds")
+            raise InvalidCodeRequest("max_idle_time must be a positive number of seconds")
         await self._expire_sessions()
         if session_id is not None:
             if not _SESSION_ID.match(session_id):
-                raise InvalidRequest("session_id must be 1-128 letters, digits, '.', '_', ':' or '-'")
+                raise InvalidCodeRequest("session_id must be 1-128 letters, digits, '.', '_', ':' or '-'")
             existing = self._sessions.get(session_id)
             if existing is not None:
                 if existing.language != name:
-                    raise InvalidRequest(f"session {session_id!r} runs {existing.language}, not {name}")
+                    raise InvalidCodeRequest(f"session {session_id!r} runs {existing.language}, not {name}")
                 return existing.info(), False
         if len(self._sessions) >= self.max_sessions:
             await self._evict_one_auto()
@@ -397,7 +405,7 @@ class CodePlane:
         """Change a session's idle limit and/or working directory (its live interpreter moves there)."""
         session = self._find(session_id, language)
         if max_idle is not None and max_idle <= 0:
-            raise InvalidRequest("max_idle_time must be a positive number of seconds")
+            raise InvalidCodeRequest("max_idle_time must be a positive number of seconds")
         directory = self._directory(cwd)
         if directory is not None:
             async with session.lock:
@@ -424,7 +432,7 @@ class CodePlane:
     def _find(self, session_id: str, language: str | None) -> _Session:
         session = self._sessions.get(session_id)
         if session is None or (language is not None and session.language != normalize_language(language)):
-            raise SessionNotFound(f"no session {session_id!r}")
+            raise CodeSessionNotFound(f"no session {session_id!r}")
         return session
 
     async def _expire_sessions(self) -> None:
@@ -450,7 +458,7 @@ class CodePlane:
         for language in Language:
             try:
                 available.append(await self.runtime(language))
-            except RuntimeUnavailable:
+            except InterpreterUnavailable:
                 continue
         return available
 
@@ -460,13 +468,13 @@ class CodePlane:
         return ["python3", "python" + ".".join(runtime.version.split(".")[:2])]
 
     async def kernel(self, name: str | None) -> str:
-        """The kernel ``name`` asks for (``python3`` when absent or ``python``); :class:`InvalidRequest`
+        """The kernel ``name`` asks for (``python3`` when absent or ``python``); :class:`InvalidCodeRequest`
         for a name no installed interpreter answers to."""
         if name in (None, "", "python3", "python"):
             return "python3"
         available = await self.kernels()
         if name not in available:
-            raise InvalidRequest(f"kernel {name!r} is not available; available kernels: {', '.join(available)}")
+            raise InvalidCodeRequest(f"kernel {name!r} is not available; available kernels: {', '.join(available)}")
         return name
 
     async def node_versions(self) -> list[str]:
@@ -474,12 +482,12 @@ class CodePlane:
         return [f"node{(await self.runtime(Language.JAVASCRIPT)).version.split('.')[0]}"]
 
     async def check_node_version(self, version: str | None) -> None:
-        """:class:`InvalidRequest` unless ``version`` (``22`` or ``node22``; None: any) is installed."""
+        """:class:`InvalidCodeRequest` unless ``version`` (``22`` or ``node22``; None: any) is installed."""
         if not version:
             return
         available = await self.node_versions()
         if f"node{version.removeprefix('node')}" not in available:
-            raise InvalidRequest(f"Node.js {version} is not installed; available: {', '.join(available)}")
+            raise InvalidCodeRequest(f"Node.js {version} is not installed; available: {', '.join(available)}")
 
     async def npm_version(self) -> str | None:
         """``npm --version`` (cached), or None without npm."""
@@ -526,7 +534,7 @@ def _write_files(directory: str, files: Mapping[str, str | None]) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content or "", encoding="utf-8")
         except OSError as exc:
-            raise InvalidRequest(f"cannot write {name!r}: {exc.strerror or exc}") from None
+            raise InvalidCodeRequest(f"cannot write {name!r}: {exc.strerror or exc}") from None
 
 
 def _how_it_ended(returncode: int | None) -> str:

@@ -14,6 +14,8 @@ child writes to pipes of its own, relayed by the server until the call ends.
 MODE ``inline`` (sessions): requests run in this process, in one persistent ``__main__`` namespace.
 """
 
+from __future__ import annotations  # annotations are never evaluated: they must not break Python 3.9
+
 import ast
 import inspect
 import json
@@ -24,6 +26,27 @@ import sys
 import traceback
 import types
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is for the checker only: the worker imports nothing it does not use
+    import asyncio
+    from collections.abc import Mapping
+    from typing import Any, TypedDict
+
+    #: The ``error`` of a reply: a Jupyter-style exception.
+    class ErrorInfo(TypedDict):
+        ename: str
+        evalue: str
+        traceback: list[str]
+
+    #: A cell's reply (before the server adds ``event`` and ``id``).
+    class Reply(TypedDict):
+        status: str
+        exit_code: int
+        execution_count: int
+        result: dict[str, str] | None
+        error: ErrorInfo | None
+
+
 #: Longest ``execute_result`` text or error value sent back (characters).
 TEXT_LIMIT = 2_000_000
 
@@ -31,28 +54,28 @@ TEXT_LIMIT = 2_000_000
 class Channel:
     """The control pipes; hidden from programs the user's code starts."""
 
-    def __init__(self, in_fd, out_fd):
+    def __init__(self, in_fd: int, out_fd: int) -> None:
         os.set_inheritable(in_fd, False)
         os.set_inheritable(out_fd, False)
         self.in_fd = in_fd
         self.requests = os.fdopen(in_fd, "rb")
         self.out_fd = out_fd
 
-    def send(self, message):
+    def send(self, message: Mapping[str, object]) -> None:
         write_all(self.out_fd, (json.dumps(message) + "\n").encode())
 
 
-def write_all(fd, data):
+def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
 
 
-def user_streams():
+def user_streams() -> None:
     """sys.stdout/sys.stderr writing straight through to fds 1/2, so output order matches the fds'."""
     import io
 
-    def stream(fd):
+    def stream(fd: int) -> io.TextIOWrapper:
         raw = io.FileIO(fd, "w", closefd=False)
         return io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace", write_through=True)
 
@@ -60,15 +83,16 @@ def user_streams():
     sys.stderr = sys.__stderr__ = stream(2)  # type: ignore[misc]
 
 
-def flush_user_streams():
+def flush_user_streams() -> None:
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
-            stream.flush()
+            if stream is not None:  # ``__stdout__``/``__stderr__`` may be None
+                stream.flush()
         except Exception:
             pass
 
 
-def write_markers(token, request_id):
+def write_markers(token: str, request_id: int) -> None:
     marker = f"\x00agentbox-end:{token}:{request_id}\x00".encode()
     for fd in (1, 2):
         try:
@@ -77,7 +101,7 @@ def write_markers(token, request_id):
             pass  # the user closed the fd; the gateway stops waiting after a grace period
 
 
-def clean(text, limit=TEXT_LIMIT):
+def clean(text: str, limit: int = TEXT_LIMIT) -> str:
     """Valid UTF-8 (lone surrogates escaped), cut to ``limit`` characters."""
     text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     if len(text) > limit:
@@ -85,7 +109,7 @@ def clean(text, limit=TEXT_LIMIT):
     return text
 
 
-def fresh_main():
+def fresh_main() -> dict[str, Any]:
     """A new ``__main__`` module, so pickling and dataclasses find the user's definitions."""
     module = types.ModuleType("__main__")
     module.__dict__["__builtins__"] = __builtins__
@@ -96,15 +120,17 @@ def fresh_main():
 class Cell:
     """Runs code Jupyter-style: statements, then the value of a trailing expression; top-level await."""
 
-    def __init__(self):
-        self.loop = None
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
 
-    def run(self, code, filename, namespace):
+    def run(self, code: str, filename: str, namespace: dict[str, Any]) -> dict[str, str] | None:
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         tree = ast.parse(code, filename=filename, mode="exec")
+        tail = tree.body[-1] if tree.body else None
         last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
+        if isinstance(tail, ast.Expr):
+            tree.body.pop()
+            last = ast.Expression(tail.value)
         self.evaluate(compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), namespace)
         if last is None:
             return None
@@ -114,13 +140,13 @@ class Cell:
         namespace["_"] = value
         return {"text/plain": clean(repr(value))}
 
-    def evaluate(self, code, namespace):
+    def evaluate(self, code: types.CodeType, namespace: dict[str, Any]) -> object:
         value = eval(code, namespace)
         if code.co_flags & inspect.CO_COROUTINE:
             value = self.event_loop().run_until_complete(value)
         return value
 
-    def event_loop(self):
+    def event_loop(self) -> asyncio.AbstractEventLoop:
         if self.loop is None:
             import asyncio
 
@@ -129,7 +155,7 @@ class Cell:
         return self.loop
 
 
-def describe(exc, filename):
+def describe(exc: BaseException, filename: str) -> ErrorInfo:
     """ename/evalue/traceback with the worker's own frames cut off."""
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != filename:
@@ -142,7 +168,7 @@ def describe(exc, filename):
     }
 
 
-def exit_status(code):
+def exit_status(code: object) -> int:
     """The exit status ``python3 -c`` would end with after ``SystemExit(code)``."""
     if code is None:
         return 0
@@ -152,7 +178,7 @@ def exit_status(code):
     return 1
 
 
-def execute(request, namespace, count, cell):
+def execute(request: dict[str, Any], namespace: dict[str, Any], count: int, cell: Cell) -> Reply:
     filename = f"<cell-{count}>"
     result = error = None
     exit_code = 0
@@ -176,7 +202,7 @@ def execute(request, namespace, count, cell):
     }
 
 
-def wait_for_threads():
+def wait_for_threads() -> None:
     """Like interpreter exit: let non-daemon threads the code started finish (within the timeout)."""
     threading = sys.modules.get("threading")
     if threading is None:
@@ -186,7 +212,7 @@ def wait_for_threads():
             thread.join()
 
 
-def serve_forked(channel, token):
+def serve_forked(channel: Channel, token: str) -> None:
     """Each request is read by a child forked before it came (the first one once the first request
     is there, so after the gateway has set this process's limits): the call pays neither the fork
     nor the child's set-up, and goes from the gateway to the child without waking the server. The
@@ -211,7 +237,7 @@ def serve_forked(channel, token):
             reap(pid)
 
 
-def fork_child(channel):
+def fork_child(channel: Channel) -> tuple[int, list[int]]:
     """A child in its own session that will take the next request; returns its pid and the
     server's ends of its stdout, stderr and answer pipes."""
     pipes = [os.pipe() for _ in range(3)]
@@ -223,13 +249,13 @@ def fork_child(channel):
     return pid, [read_fd for read_fd, _ in pipes]
 
 
-def reap(pid):
+def reap(pid: int) -> int:
     """Wait for the child to end; its exit status as ``python3 -c`` reports it."""
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
 
 
-def relay(out_fd, err_fd, answer_fd):
+def relay(out_fd: int, err_fd: int, answer_fd: int) -> tuple[bytes | None, bytes]:
     """Copy the child's output to our stdout/stderr until it has answered (or died), then what is
     left, and close the pipes. The child writes to pipes of its own, not ours, so a background
     process it leaves behind cannot write into a later call's output (it gets EPIPE instead).
@@ -269,7 +295,7 @@ def relay(out_fd, err_fd, answer_fd):
     return (started if newline else None), reply
 
 
-def run_child(channel, pipes):
+def run_child(channel: Channel, pipes: list[tuple[int, int]]) -> None:
     """In the forked child: set up, take one request from the gateway, tell it and the server, run
     the cell, answer the server, exit. Never returns; exits with 0 when the gateway has closed the
     request pipe."""
@@ -304,7 +330,7 @@ def run_child(channel, pipes):
         os._exit(code & 0xFF)
 
 
-def warm_up():
+def warm_up() -> None:
     """Take the copy-on-write page faults of parsing, compiling, running and answering now, while
     the child waits, not on the call's path; nothing of it stays in the child's namespace."""
     tree = ast.parse("x = 1\nx", filename="<warm-up>", mode="exec")
@@ -313,7 +339,7 @@ def warm_up():
     json.loads(json.dumps({"status": "ok", "exit_code": 0, "result": None, "error": None}))
 
 
-def read_line(fd):
+def read_line(fd: int) -> bytes:
     """One request line from the gateway's pipe, read unbuffered so nothing after it is taken (the
     gateway sends the next request only after this one's reply); empty when the pipe is closed."""
     data = b""
@@ -325,17 +351,17 @@ def read_line(fd):
     return data
 
 
-def exited(code):
+def exited(code: int) -> Reply:
     """The answer for a child that ended without sending one (``os._exit``, a signal)."""
     if code == 0:
         return {"status": "ok", "exit_code": 0, "execution_count": 1, "result": None, "error": None}
     reason = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
     message = f"the interpreter process {reason}"
-    error = {"ename": "ProcessExited", "evalue": message, "traceback": ["ProcessExited: " + message]}
+    error: ErrorInfo = {"ename": "ProcessExited", "evalue": message, "traceback": ["ProcessExited: " + message]}
     return {"status": "error", "exit_code": code, "execution_count": 1, "result": None, "error": error}
 
 
-def serve_inline(channel, token):
+def serve_inline(channel: Channel, token: str) -> None:
     """The gateway interrupts a cell that overruns its timeout with SIGINT (KeyboardInterrupt, state
     kept); between cells SIGINT is ignored, so a late one cannot take the session down."""
     namespace = fresh_main()
@@ -355,7 +381,7 @@ def serve_inline(channel, token):
         channel.send(dict(reply, event="reply", id=request["id"]))
 
 
-def main(argv):
+def main(argv: list[str]) -> None:
     mode, in_fd, out_fd, token = argv
     channel = Channel(int(in_fd), int(out_fd))
     sys.argv = [""]

@@ -2,7 +2,7 @@
 which planes are up (:mod:`.capabilities`)."""
 
 from .capabilities import BrowserStatus, CapabilityReport, CodeCapability, ExecCapability
-from .errors import ContextError, InvalidSkill, RuntimeUnavailable, SkillNotFound
+from .errors import ContextError, InvalidSkill, ListingToolUnavailable, SkillNotFound
 from .plane import LANGUAGES, ContextPlane, PackageListing, SandboxContext
 from .skills import (
     ARCHIVE_MAX_BYTES,
@@ -24,8 +24,8 @@ __all__ = [
     "ContextPlane",
     "ExecCapability",
     "InvalidSkill",
+    "ListingToolUnavailable",
     "PackageListing",
-    "RuntimeUnavailable",
     "SandboxContext",
     "SkillInfo",
     "SkillNotFound",

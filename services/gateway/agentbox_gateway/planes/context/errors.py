@@ -8,7 +8,7 @@ class ContextError(Invalid):
     """A context request that cannot be answered (no such language, bad skill name ...)."""
 
 
-class RuntimeUnavailable(Unavailable, ContextError):
+class ListingToolUnavailable(Unavailable, ContextError):
     """The interpreter or package manager a listing needs is missing, fails or does not answer."""
 
 

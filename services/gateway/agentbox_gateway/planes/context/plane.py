@@ -27,11 +27,10 @@ from agentbox_common.processes import run_bounded, sandbox_environment
 
 from ... import __version__
 from ...settings import GatewaySettings
-from ..browser import gateway_base
 from ..languages import Language
 from ..preview import PreviewHosts, preview_links
 from .capabilities import BrowserStatus, Capabilities, CapabilityReport
-from .errors import ContextError, RuntimeUnavailable
+from .errors import ContextError, ListingToolUnavailable
 from .ports import app_ports, listeners, listening_ports
 from .skills import load_skill
 
@@ -236,8 +235,6 @@ class ContextPlane:
         self.settings = settings
         #: The browser plane's status probe, for the capability report.
         self.browser_status = browser_status
-        #: The gateway's own address, for preview URLs when no request says how callers reach it.
-        self.local_base = gateway_base(settings)
         self._static: dict[str, str] | None = None
         self._probed: tuple[float, dict[str, list[dict[str, Any]]], list[dict[str, Any]]] | None = None
         self._probe_lock = anyio.Lock()
@@ -249,9 +246,9 @@ class ContextPlane:
 
     # --- context
 
-    async def get_context(self, public_base: str | None = None) -> SandboxContext:
-        """The snapshot; preview URLs are built on ``public_base`` (the gateway as the caller sees
-        it), else on the gateway's configured address."""
+    async def get_context(self, public_base: str = "") -> SandboxContext:
+        """The snapshot; preview URLs are built on ``public_base``, the gateway as the caller sees it
+        (the door knows it: the plane does not know the gateway's address); without one none are listed."""
         if self._static is None:
             self._static = await anyio.to_thread.run_sync(_static_system)
         runtimes, utils = await self._runtimes_and_utils()
@@ -268,7 +265,7 @@ class ContextPlane:
             runtimes=runtimes,
             utils=utils,
             workspace=workspace,
-            previews=preview_links(apps, public_base or self.local_base, PreviewHosts(self.settings.preview_host)),
+            previews=preview_links(apps, public_base, PreviewHosts(self.settings.preview_host)) if public_base else [],
             **self._static,
         )
 
@@ -311,7 +308,7 @@ class ContextPlane:
         if language == "python":
             python = await _which("python3", path)
             if python is None:
-                raise RuntimeUnavailable("python3 is not installed in this sandbox")
+                raise ListingToolUnavailable("python3 is not installed in this sandbox")
             output = await _run([python, "-c", _PYTHON_PACKAGES], PACKAGES_TIMEOUT)
             packages = []
             for line in output.splitlines():
@@ -321,12 +318,12 @@ class ContextPlane:
             return PackageListing("python", packages)
         npm = await _which("npm", path)
         if npm is None:
-            raise RuntimeUnavailable("npm is not installed in this sandbox")
+            raise ListingToolUnavailable("npm is not installed in this sandbox")
         output = await _run([npm, "ls", "-g", "--depth=0", "--json"], PACKAGES_TIMEOUT, check=False)
         try:
             tree = json.loads(output or "{}")
         except json.JSONDecodeError:
-            raise RuntimeUnavailable("npm ls returned output that is not JSON") from None
+            raise ListingToolUnavailable("npm ls returned output that is not JSON") from None
         dependencies = tree.get("dependencies") or {}
         return PackageListing(
             "nodejs",
@@ -354,10 +351,10 @@ async def _run(args: list[str], limit: float, check: bool = True) -> str:
     try:
         returncode, stdout, stderr = await run_bounded(args, limit)
     except TimeoutError:
-        raise RuntimeUnavailable(f"{os.path.basename(args[0])} did not answer within {limit:g}s") from None
+        raise ListingToolUnavailable(f"{os.path.basename(args[0])} did not answer within {limit:g}s") from None
     if check and returncode != 0:
         detail = stderr.decode(errors="replace").strip().splitlines()
-        raise RuntimeUnavailable(f"{os.path.basename(args[0])} failed: {detail[-1] if detail else returncode}")
+        raise ListingToolUnavailable(f"{os.path.basename(args[0])} failed: {detail[-1] if detail else returncode}")
     return stdout.decode(errors="replace")
 
 
@@ -369,7 +366,7 @@ async def _probe_version(binary: str, args: list[str]) -> str | None:
     """``Python 3.11.2`` / ``v20.1.0`` -> ``3.11.2`` / ``20.1.0``; None when the probe fails."""
     try:
         output = await _run([binary, *args], PROBE_TIMEOUT)
-    except (RuntimeUnavailable, OSError):
+    except (ListingToolUnavailable, OSError):
         return None
     match = re.search(r"(\d+(?:\.\d+)+)", output)
     return match.group(1) if match else (output.strip() or None)

@@ -1,11 +1,16 @@
 """The file system capability: the file operations (:mod:`.operations`, walking trees in
-:mod:`.tree`), their typed results (:mod:`.results`) and errors (:mod:`.errors`), the str_replace
-editor on top of them (:mod:`.editor`), file watchers (:mod:`.watch`) and document-to-Markdown
-conversion (:mod:`.convert`). The doors write every result out; nothing here builds a wire shape."""
+:mod:`.tree`), their typed results (:mod:`.results`) and errors (:mod:`.errors`), managing paths
+(:mod:`.manage`), downloads pinned to a version (:mod:`.transfer`), directories as tar streams
+(:mod:`.tar_tree`), the str_replace editor on top of them (:mod:`.editor`), file watchers
+(:mod:`.watch`) and document-to-Markdown conversion (:mod:`.convert`). The doors write every result
+out; nothing here builds a wire shape."""
 
 from .convert import Converted, ConvertError, ConvertPlane, SourceNotFound
 from .editor import COMMANDS, REPLACE_MODES, EditorError, EditorPlane, EditorResult
 from .errors import (
+    FileAccessRefused,
+    FileChangedMidTransfer,
+    FileErrorType,
     FileExists,
     FileNotFound,
     FileOperationError,
@@ -30,22 +35,31 @@ from .results import (
     GlobResult,
     GrepMatch,
     GrepResult,
+    PathChanged,
+    PathInfo,
     SavedUpload,
+    TreeImported,
 )
+from .transfer import CHANGE_POLICIES, Download
 from .watch import (
+    DEFAULT_EXCLUDE,
     MAX_WAIT_SECONDS,
     FileWatchPlane,
+    Subscription,
     Watcher,
     WatchError,
     WatchEvent,
     WatchLimit,
     WatchNotFound,
     WatchOptions,
+    WatchPage,
     WatchTimeout,
 )
 
 __all__ = [
+    "CHANGE_POLICIES",
     "COMMANDS",
+    "DEFAULT_EXCLUDE",
     "ENCODINGS",
     "MAX_WAIT_SECONDS",
     "READ_LIMIT",
@@ -54,12 +68,16 @@ __all__ = [
     "ConvertPlane",
     "Converted",
     "DirectoryListing",
+    "Download",
     "DownloadTarget",
     "EditorError",
     "EditorPlane",
     "EditorResult",
     "EntryMetadata",
+    "FileAccessRefused",
+    "FileChangedMidTransfer",
     "FileEntry",
+    "FileErrorType",
     "FileExists",
     "FileNotFound",
     "FileOperationError",
@@ -81,14 +99,19 @@ __all__ = [
     "GrepResult",
     "ListQuery",
     "NoSpaceLeft",
+    "PathChanged",
+    "PathInfo",
     "Query",
     "SavedUpload",
     "SourceNotFound",
+    "Subscription",
+    "TreeImported",
     "WatchError",
     "WatchEvent",
     "WatchLimit",
     "WatchNotFound",
     "WatchOptions",
+    "WatchPage",
     "WatchTimeout",
     "Watcher",
 ]

@@ -18,13 +18,14 @@ import secrets
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable
-from typing import IO, Any, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 
 from ...settings import GatewaySettings
-from .errors import VERBS, FileOperationError, compile_pattern, guarded, resolve_path
+from .errors import VERBS, FileErrorType, FileOperationError, compile_pattern, guarded, resolve_path
+from .manage import copy_path, delete_path, make_directory, move_path, stat_path
 from .queries import GlobQuery, GrepQuery, ListQuery
 from .results import (
     DirectoryListing,
@@ -36,8 +37,12 @@ from .results import (
     FoundFiles,
     GlobResult,
     GrepResult,
+    PathChanged,
+    PathInfo,
     SavedUpload,
+    TreeImported,
 )
+from .transfer import Download, check_policy, file_changed
 from .tree import (
     find_files,
     glob_files,
@@ -47,6 +52,9 @@ from .tree import (
     read_up_to,
     split_lines,
 )
+
+if TYPE_CHECKING:  # tar archives are loaded by the first tree call (tests/gateway/test_lazy_start.py)
+    from .tar_tree import TreeExport, TreeLimits
 
 #: aiod's limit for a file read into a tool answer (download streams instead).
 READ_LIMIT = 16 * 1024 * 1024
@@ -69,7 +77,7 @@ def _require_regular(info: os.stat_result, operation: str, path: str) -> None:
 
 
 def _not_regular(operation: str, path: str) -> FileOperationError:
-    return FileOperationError.invalid(operation, path, "not a regular file", "invalid_target")
+    return FileOperationError.invalid(operation, path, "not a regular file", FileErrorType.INVALID_TARGET)
 
 
 def _small_regular_file(path: str) -> bool:
@@ -98,8 +106,8 @@ def _read_bytes(real: str, operation: str, path: str, limit: int = READ_LIMIT) -
 def _too_large(operation: str, path: str, limit: int) -> FileOperationError:
     error = FileOperationError.from_errno(errno_codes.EFBIG, operation, path)
     error.message = (
-        f"Failed to {VERBS[operation]}: File too large (os error {errno_codes.EFBIG}); the limit is "
-        f"{limit} bytes, download it with GET /v1/file/download instead"
+        f"Failed to {VERBS[operation]}: file exceeds the {limit / 1024**2:g} MiB buffered text limit "
+        f"({limit} bytes); download it instead (GET /v1/file/download, GET /v2/fs/download)"
     )
     return error
 
@@ -166,6 +174,13 @@ def _write(
             data = base64.b64decode(content, validate=True)
         except (binascii.Error, ValueError):
             raise FileOperationError.invalid("write", path, "content is not valid base64") from None
+    elif encoding == "raw":  # aiod: each character is one byte
+        try:
+            data = content.encode("latin-1")
+        except UnicodeEncodeError:
+            raise FileOperationError.invalid(
+                "write", path, "raw content holds a character above U+00FF (one character is one byte)"
+            ) from None
     else:
         text = ("\n" if leading_newline else "") + content + ("\n" if trailing_newline else "")
         try:
@@ -239,6 +254,22 @@ def _download_target(real: str, path: str) -> DownloadTarget:
         handle.close()
         raise
     return DownloadTarget(f"/proc/self/fd/{handle.fileno()}", os.path.basename(real), info, handle)
+
+
+def _open_download(real: str, path: str, change_policy: str, expected_version: str | None) -> Download:
+    """As :func:`_download_target`, keeping the state at open as the download's version."""
+    _require_regular(os.stat(real), "download", path)
+    handle = open_nonblocking(real)  # a FIFO swapped in after the check must not hold the call
+    try:
+        info = os.fstat(handle.fileno())
+        _require_regular(info, "download", path)
+        download = Download(path, real, os.path.basename(real), info, handle, change_policy == "abort")
+        if download.abort_on_change and expected_version not in (None, download.version):
+            raise file_changed(path, "the file is no longer the version asked for")
+    except BaseException:
+        handle.close()
+        raise
+    return download
 
 
 class FilePlane:
@@ -353,3 +384,52 @@ class FilePlane:
     async def download_target(self, path: str) -> DownloadTarget:
         """A readable regular file, open, for a streamed response (the caller closes it)."""
         return await self._run("download", path, _download_target)
+
+    async def stat(self, path: str, *, follow_symlinks: bool = True) -> PathInfo:
+        return await self._run("stat", path, stat_path, follow_symlinks)
+
+    async def mkdir(self, path: str, *, parents: bool = False) -> PathChanged:
+        """Create a directory; ``parents`` creates the missing ones above and accepts an existing one."""
+        return await self._run("mkdir", path, make_directory, parents)
+
+    async def copy(self, source: str, destination: str, *, overwrite: bool = False) -> PathChanged:
+        """Copy a file or a whole tree (links stay links); an existing destination needs ``overwrite``."""
+        target = resolve_path(destination, "copy")
+        return await self._run("copy", source, copy_path, target, overwrite)
+
+    async def move(self, source: str, destination: str, *, overwrite: bool = False) -> PathChanged:
+        """Move or rename; an existing destination needs ``overwrite``."""
+        target = resolve_path(destination, "move")
+        return await self._run("move", source, move_path, target, overwrite)
+
+    async def delete(self, path: str, *, recursive: bool = False) -> PathChanged:
+        """Remove a file or link (never what it points at), or a directory: a non-empty one needs
+        ``recursive``."""
+        return await self._run("delete", path, delete_path, recursive)
+
+    async def open_download(
+        self, path: str, *, change_policy: str = "follow", expected_version: str | None = None
+    ) -> Download:
+        """An open regular file to stream (the caller closes it). With ``change_policy="abort"`` the
+        state at open is pinned: ``expected_version`` must match it, and a change cuts the stream."""
+        check_policy(change_policy, path)
+        return await self._run("download", path, _open_download, change_policy, expected_version)
+
+    def _tree_limits(self) -> TreeLimits:
+        from .tar_tree import TreeLimits
+
+        return TreeLimits(self.settings.fs_tree_max_entries, self.settings.fs_tree_max_bytes)
+
+    async def export_tree(self, path: str) -> TreeExport:
+        """A directory as a tar stream, walked and checked against the limits before any byte."""
+        from .tar_tree import export_tree
+
+        return await self._run("export", path, export_tree, self._tree_limits())
+
+    async def import_tree(self, path: str, chunks: AsyncIterator[bytes], *, size: int | None = None) -> TreeImported:
+        """Extract a tar stream into ``path`` (see :mod:`.tar_tree` for what is refused); ``size``:
+        the stream's length, when known, so a stream over the limit is refused at once."""
+        from .tar_tree import chunk_pump, import_tree
+
+        limits = self._tree_limits()
+        return await self._run("import", path, import_tree, chunk_pump(chunks), limits, size)

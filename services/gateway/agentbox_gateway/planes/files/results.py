@@ -164,3 +164,38 @@ class DownloadTarget:
 
     def close(self) -> None:
         self.handle.close()
+
+
+@dataclass(frozen=True)
+class PathInfo:
+    """One path's metadata (``stat``); ``is_symlink`` describes the name itself, the rest what it
+    points at unless the link was not followed."""
+
+    path: str
+    size: int
+    permissions: str
+    is_directory: bool
+    is_symlink: bool
+    modified_time: str
+
+
+@dataclass(frozen=True)
+class PathChanged:
+    """What ``mkdir``, ``copy``, ``move`` and ``delete`` did: the path they changed, and the source
+    of a copy or move."""
+
+    path: str
+    source: str | None = None
+    #: ``mkdir``: false when the directory was already there (``parents`` accepts an existing one).
+    created: bool = True
+
+
+@dataclass(frozen=True)
+class TreeImported:
+    """How a tar stream landed in a directory: ``rename`` (the destination did not exist, the staged
+    tree took its place whole) or ``merge`` (overlaid entry by entry on the existing directory)."""
+
+    path: str
+    mode: str
+    entries: int
+    bytes_written: int

@@ -4,7 +4,8 @@
 Modules: ``plane`` (the session registry and its API), ``session`` (one session and its bash),
 ``bash`` (what is written to bash and the end markers read back), ``processes`` (what a kill hits),
 ``record`` (one command), ``detached`` (apps that outlive sessions), ``output`` (bounded output
-buffers), ``terminal`` (interactive PTY shells for people), ``errors``."""
+buffers), ``terminal`` (interactive PTY shells for people), ``pty`` (named terminals that outlive
+their sockets, ``/v2/pty``), ``history`` (a terminal's retained output), ``errors``."""
 
 from .bash import bash_quote, resolve_dir
 from .detached import DetachedApp
@@ -20,6 +21,7 @@ from .errors import (
 )
 from .output import OUTPUT_LIMIT, OutputBuffer, truncate_middle
 from .plane import DEFAULT_SESSION_ID, DEFAULT_TOOL_TIMEOUT, SessionStats, ShellPlane
+from .pty import Attachment, AttachStart, ExecResult, PtyLimits, PtySession, PtySessions, Screen
 from .record import CommandRecord
 from .session import ShellSession
 from .terminal import Terminal, Terminals
@@ -28,11 +30,18 @@ __all__ = [
     "DEFAULT_SESSION_ID",
     "DEFAULT_TOOL_TIMEOUT",
     "OUTPUT_LIMIT",
+    "AttachStart",
+    "Attachment",
     "CommandNotFound",
     "CommandRecord",
     "DetachedApp",
+    "ExecResult",
     "InvalidRequest",
     "OutputBuffer",
+    "PtyLimits",
+    "PtySession",
+    "PtySessions",
+    "Screen",
     "SessionBusy",
     "SessionExists",
     "SessionLimit",

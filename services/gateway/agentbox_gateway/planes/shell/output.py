@@ -53,6 +53,11 @@ class OutputBuffer:
                 self._tail_len = len(kept)
 
     @property
+    def retained(self) -> int:
+        """Characters held in memory (the kept head and tail)."""
+        return self._head_len + self._tail_len
+
+    @property
     def dropped(self) -> int:
         return self.total - self._head_len - self._tail_len
 

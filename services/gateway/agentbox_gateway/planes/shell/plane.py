@@ -10,16 +10,20 @@ import re
 import secrets
 import socket
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from ...settings import GatewaySettings
 from ..streaming import OutputSink
 from .bash import bash_quote, existing_dir, resolve_dir
+from .commands import CommandLimits, Commands
 from .detached import DetachedApp, start_detached
 from .errors import InvalidRequest, SessionExists, SessionLimit, SessionNotFound
+from .pty import PtyLimits, PtySessions
 from .record import CommandRecord
 from .session import DEFAULT_NO_CHANGE_TIMEOUT, ShellSession
 from .terminal import Terminals
@@ -31,6 +35,14 @@ MAX_SESSIONS = 20
 SESSION_IDLE_TIMEOUT = 3600
 #: ``sandbox_execute_bash`` kills a command after this many seconds unless told otherwise (1.x: 30).
 DEFAULT_TOOL_TIMEOUT = 30
+#: A session a REST call made without an id is closed this long after its command ended, unless its
+#: id was used again meanwhile (the caller kept it): one-off calls leave no shells behind.
+IMPLICIT_SESSION_GRACE = 30.0
+#: The placeholder name of the warm spare shell until a new session takes it over.
+_SPARE_ID = "spare"
+#: A taken spare is replaced this long after, not at once: starting bash forks the gateway in its event
+#: loop, which would otherwise delay the very command the spare was taken for.
+SPARE_REFILL_DELAY = 0.05
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -54,9 +66,10 @@ class SessionStats:
 
 
 class ShellPlane:
-    """All shell sessions of the gateway: the shared default one, and those made on request.
+    """All shell sessions of the gateway: the shared default one, and those made on request, and
+    the commands started by id (:attr:`commands`).
 
-    ``settings`` holds nothing shell-specific; shells get the gateway's environment minus secrets."""
+    From ``settings`` only the commands' limits; shells get the gateway's environment minus secrets."""
 
     def __init__(
         self,
@@ -64,14 +77,38 @@ class ShellPlane:
         *,
         max_sessions: int = MAX_SESSIONS,
         session_timeout: int = SESSION_IDLE_TIMEOUT,
+        implicit_grace: float = IMPLICIT_SESSION_GRACE,
     ) -> None:
         self.max_sessions = max_sessions
         self.session_timeout = session_timeout
+        self.implicit_grace = implicit_grace
         self._sessions: dict[str, ShellSession] = {}
+        #: A started bash not yet anybody's session, handed to the next new one in the home
+        #: directory and replaced in the background, as the Python fork server keeps a child ready.
+        self._spare: ShellSession | None = None
+        self._spare_timer: asyncio.TimerHandle | None = None
+        self._spare_task: asyncio.Task[None] | None = None
+        #: Timers closing one-off sessions (cancelled on close) and closings of evicted sessions (awaited).
+        self._timers: set[asyncio.Task[None]] = set()
+        self._closings: set[asyncio.Task[None]] = set()
+        self._closed = False
         self._default_lock = asyncio.Lock()
         self.prompt_prefix = _prompt_prefix()
         #: Interactive PTY shells for people (``/v1/shell/ws``), apart from the command sessions.
         self.terminals = Terminals()
+        #: Commands as resources (``/v2/commands``), in sessions of this plane or shells of their own.
+        self.commands = Commands(
+            self,
+            CommandLimits(
+                max_running=settings.command_max_running,
+                retain_seconds=settings.command_retain_seconds,
+                retain_chars=settings.command_retain_chars,
+            ),
+        )
+        #: Named terminals that outlive their sockets (``/v2/pty``, the dashboard's terminal).
+        self.pty = PtySessions(
+            PtyLimits(settings.pty_max_sessions, settings.pty_idle_timeout, settings.pty_buffer_bytes)
+        )
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -82,6 +119,7 @@ class ShellPlane:
         session = self._sessions.get(session_id)
         if session is None:
             raise SessionNotFound(f"unknown shell session: {session_id}")
+        session.kept = True
         return session
 
     async def session_or_create(self, session_id: str | None, *, preserve_symlinks: bool = False) -> ShellSession:
@@ -100,6 +138,11 @@ class ShellPlane:
 
     def sessions(self) -> list[ShellSession]:
         return list(self._sessions.values())
+
+    @property
+    def spare_ready(self) -> bool:
+        """A warm bash waits for the next new session."""
+        return self._spare is not None and self._spare.shell_ready
 
     def _make_room(self) -> list[ShellSession]:
         """Unregister long-idle sessions, then, when full, the least recently used idle implicit one;
@@ -135,8 +178,10 @@ class ShellPlane:
         preserve_symlinks: bool = False,
         no_change_timeout: int | None = None,
         snapshot: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> ShellSession:
         """A new session with its shell started. ``auto``: made implicitly, evictable when full.
+        ``env``: variables every command of the session gets.
         ``snapshot``: a file of shell state (variables, functions, aliases) sourced first; a session
         whose snapshot fails to load is closed again (:class:`InvalidRequest`)."""
         if session_id is not None and not _SESSION_ID.match(session_id):
@@ -149,17 +194,26 @@ class ShellPlane:
         if session_id is not None and session_id in self._sessions:
             raise SessionExists(f"shell session {session_id!r} already exists")
         doomed = self._make_room()
+        kept = session_id is not None
         session_id = session_id or secrets.token_hex(8)
-        session = ShellSession(
-            session_id,
-            start_dir,
-            auto=auto,
-            preserve_symlinks=preserve_symlinks,
-            no_change_timeout=no_change_timeout or DEFAULT_NO_CHANGE_TIMEOUT,
-        )
+        no_change_timeout = no_change_timeout or DEFAULT_NO_CHANGE_TIMEOUT
+        session = None if env else self._take_spare(start_dir, preserve_symlinks)
+        if session is not None:
+            session.adopt(session_id, auto=auto, no_change_timeout=no_change_timeout)
+        else:
+            session = ShellSession(
+                session_id,
+                start_dir,
+                auto=auto,
+                preserve_symlinks=preserve_symlinks,
+                no_change_timeout=no_change_timeout,
+                env=env,
+            )
+        session.kept = kept
         self._sessions[session_id] = session
-        for old in doomed:
-            await old.close(kill_jobs=False)
+        self._warm_spare()
+        for old in doomed:  # already unregistered: their shells end in the background
+            self._spawn(self._closings, old.close(kill_jobs=False))
         try:
             await session.ensure_shell()
         except BaseException:
@@ -170,6 +224,81 @@ class ShellPlane:
         if snapshot:
             await self._source(session, snapshot)
         return session
+
+    async def own_shell(self, name: str) -> ShellSession:
+        """A shell for one command (``/v2/commands`` without a session), registered nowhere: the
+        warm spare when one is ready, else a new bash in the home directory. Its user closes it."""
+        session = self._take_spare(str(Path.home()), False)
+        if session is not None:
+            session.adopt(name, auto=True, no_change_timeout=DEFAULT_NO_CHANGE_TIMEOUT)
+        else:
+            session = ShellSession(name, str(Path.home()), auto=True)
+        self._warm_spare()
+        return session
+
+    def _take_spare(self, start_dir: str, preserve_symlinks: bool) -> ShellSession | None:
+        """The warm spare, when it suits a new session: a live bash in ``start_dir`` with the
+        default path semantics."""
+        spare = self._spare
+        if spare is None or not spare.shell_ready or preserve_symlinks or spare.cwd != start_dir:
+            return None
+        self._spare = None
+        return spare
+
+    def _warm_spare(self) -> None:
+        """Start a spare bash in the background unless one is ready or on its way."""
+        if self._closed or self._spare is not None or self._spare_task or self._spare_timer:
+            return
+        self._spare_timer = asyncio.get_running_loop().call_later(SPARE_REFILL_DELAY, self._refill_now)
+
+    def _refill_now(self) -> None:
+        self._spare_timer = None
+        if not self._closed and self._spare is None:
+            self._spare_task = asyncio.get_running_loop().create_task(self._start_spare())
+
+    def _spawn(self, tasks: set[asyncio.Task[None]], coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    async def _discard_spare(self) -> None:
+        if self._spare_timer is not None:
+            self._spare_timer.cancel()
+            self._spare_timer = None
+        if self._spare_task is not None:  # awaited, not cancelled: a bash half started is not left behind
+            await self._spare_task
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            await spare.close(kill_jobs=True)
+
+    async def _start_spare(self) -> None:
+        spare = ShellSession(_SPARE_ID, str(Path.home()), auto=True)
+        try:
+            await spare.ensure_shell()
+        except Exception:  # no bash, no room for a process: new sessions start cold and say why
+            await spare.close(kill_jobs=True)
+            return
+        finally:
+            self._spare_task = None
+        if self._closed:
+            await spare.close(kill_jobs=True)
+        else:
+            self._spare = spare
+
+    def release_when_done(self, session: ShellSession, record: CommandRecord) -> None:
+        """``session`` was made for a call that named none: close it :attr:`implicit_grace` seconds
+        after ``record`` ends, unless its id is used again meanwhile (then the caller kept it)."""
+        if session.kept:
+            return
+
+        async def close_unless_kept() -> None:
+            await record.finished.wait()
+            await asyncio.sleep(self.implicit_grace)
+            if not session.kept and not session.busy and self._sessions.get(session.session_id) is session:
+                del self._sessions[session.session_id]
+                self._spawn(self._closings, session.close(kill_jobs=False))
+
+        self._spawn(self._timers, close_unless_kept())
 
     async def _source(self, session: ShellSession, snapshot: str) -> None:
         record = await session.start(f". {bash_quote(snapshot)}", merged=False)
@@ -200,6 +329,9 @@ class ShellPlane:
         await self._drop(session, kill_jobs=True)
 
     async def close_all(self) -> int:
+        """Close every session, and the warm spare too: afterwards no shell of this plane runs
+        (the next new session starts a spare again)."""
+        await self._discard_spare()
         sessions = list(self._sessions.values())
         for session in sessions:
             await self._drop(session, kill_jobs=True)
@@ -265,5 +397,11 @@ class ShellPlane:
         return await anyio.to_thread.run_sync(start_detached, command, start_dir)
 
     async def aclose(self) -> None:
+        self._closed = True
+        for task in self._timers:
+            task.cancel()
+        await asyncio.gather(*self._timers, *self._closings, return_exceptions=True)
+        await self.pty.aclose()
         await self.terminals.aclose()
+        await self.commands.aclose()
         await self.close_all()

@@ -95,7 +95,8 @@ def session_processes(shell_pids: Collection[int]) -> list[Proc]:
 def command_targets(shell_pid: int, record: CommandRecord) -> tuple[set[int], set[int]]:
     """Process groups and lone processes started by the running command.
 
-    Spared: processes started before it (``/proc`` start ticks), background jobs the shell
+    Spared: processes started before it (``/proc`` start ticks: one started in the very clock tick
+    the command started in counts as the command's), background jobs the shell
     reported before it, groups whose leader predates it (an earlier job that forked meanwhile), and
     children of processes that predate it. Processes in the shell's own group (command
     substitutions) and those that left its kernel session are signalled one by one."""

@@ -8,15 +8,27 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from .output import OutputBuffer
 from .stdin import CommandInput
+
+T = TypeVar("T")
 
 #: The most characters :meth:`CommandRecord.follow` yields at once (one progress message, one SSE event).
 FOLLOW_CHUNK = 64_000
 #: A follower this many characters behind pauses the command's output (well under what the
 #: buffer keeps, so a follower never misses any).
 FOLLOW_LAG = 128_000
+
+
+@dataclass(frozen=True)
+class StreamChunk:
+    """New output of one stream: ``text`` starts at character ``offset`` of ``stream``."""
+
+    stream: str
+    offset: int
+    text: str
 
 
 @dataclass
@@ -41,6 +53,7 @@ class CommandRecord:
     last_activity: float = field(default_factory=time.monotonic)
     #: ``interactive`` commands read a FIFO the session writes; the others read ``/dev/null``.
     stdin: CommandInput | None = None
+    finished_at: datetime | None = None
 
     def __post_init__(self) -> None:
         self.output = OutputBuffer()
@@ -59,6 +72,12 @@ class CommandRecord:
     @property
     def done(self) -> bool:
         return self.finished.is_set()
+
+    @property
+    def retained(self) -> int:
+        """Characters of output held in memory for this command (all of its buffers)."""
+        buffers = {id(b): b for b in (self.output, self.stdout, self.stderr)}
+        return sum(buffer.retained for buffer in buffers.values())
 
     def emit(self, fd: int, text: str) -> None:
         if not text:
@@ -126,24 +145,74 @@ class CommandRecord:
         Reads the bounded buffer, never a copy of its own; a reader more than ``FOLLOW_LAG``
         characters behind pauses the command's output until it catches up (as a pipe would), so
         it misses nothing and memory stays bounded."""
+        read_to = offset
+
+        def drain(key: object) -> list[str]:
+            nonlocal read_to
+            total = self.output.total
+            if total <= read_to:
+                return []
+            text = self.output.read(read_to)
+            read_to = total
+            self._caught_up(key, total)
+            return [text[start : start + FOLLOW_CHUNK] for start in range(0, len(text), FOLLOW_CHUNK)]
+
+        async for chunk in self._followed(drain, offset):
+            yield chunk
+
+    async def follow_streams(self, stdout_offset: int = 0, stderr_offset: int = 0) -> AsyncIterator[StreamChunk]:
+        """stdout and stderr apart, from the offsets on, as they are printed, until the end: like
+        :meth:`follow`, with the same backpressure (a follower's place is the interleaved output's
+        total when it last caught up with both streams)."""
+        offsets = {"stdout": stdout_offset, "stderr": stderr_offset}
+
+        def drain(key: object) -> list[StreamChunk]:
+            caught_up = self.output.total
+            chunks = []
+            for name, buffer in (("stdout", self.stdout), ("stderr", self.stderr)):
+                start = offsets[name]
+                if buffer.total > start:
+                    text = buffer.read(start)
+                    offsets[name] = buffer.total
+                    chunks += [
+                        StreamChunk(name, start + at, text[at : at + FOLLOW_CHUNK])
+                        for at in range(0, len(text), FOLLOW_CHUNK)
+                    ]
+            self._caught_up(key, caught_up)
+            return chunks
+
+        async for chunk in self._followed(drain, 0):
+            yield chunk
+
+    async def _followed(self, drain: Callable[[object], list[T]], place: int) -> AsyncIterator[T]:
+        """What ``drain`` takes whenever the command prints, until it ends; ``drain`` records how far
+        this follower has read (its ``key``'s place, which the backpressure reads)."""
         key = object()
-        self._followers[key] = offset
+        self._followers[key] = place
         try:
             while True:
                 activity = self._activity
-                total = self.output.total
-                if total > offset:
-                    text = self.output.read(offset)
-                    offset = self._followers[key] = total
-                    if self._paused and total - min(self._followers.values()) <= FOLLOW_LAG // 2:
-                        self._pause(False)
-                    for start in range(0, len(text), FOLLOW_CHUNK):
-                        yield text[start : start + FOLLOW_CHUNK]
+                chunks = drain(key)
+                for chunk in chunks:
+                    yield chunk
+                if chunks:
                     continue
                 if self.done:
                     return
                 await activity.wait()
         finally:
-            del self._followers[key]
-            if not self._followers or self.output.total - min(self._followers.values()) <= FOLLOW_LAG // 2:
-                self._pause(False)
+            self._unfollow(key)
+
+    def _caught_up(self, key: object, total: int) -> None:
+        """A follower has read up to ``total``: the reader resumes once the slowest is near enough."""
+        self._followers[key] = total
+        if self._paused and self._lag_is_small():
+            self._pause(False)
+
+    def _lag_is_small(self) -> bool:
+        return self.output.total - min(self._followers.values()) <= FOLLOW_LAG // 2
+
+    def _unfollow(self, key: object) -> None:
+        del self._followers[key]
+        if not self._followers or self._lag_is_small():
+            self._pause(False)

@@ -71,13 +71,21 @@ class ShellSession:
         auto: bool,
         preserve_symlinks: bool = False,
         no_change_timeout: int = DEFAULT_NO_CHANGE_TIMEOUT,
+        env: dict[str, str] | None = None,
     ) -> None:
+        for name in env or {}:
+            if not _ENV_NAME.match(name):
+                raise InvalidRequest(f"invalid environment variable name: {name!r}")
         self.session_id = session_id
         self.cwd = cwd
         #: Created implicitly (exec without a session, ``new_session``): may be evicted when full.
         self.auto = auto
+        #: Named by its caller or looked up by id since: not closed when its command ends.
+        self.kept = False
         self.preserve_symlinks = preserve_symlinks
         self.no_change_timeout = no_change_timeout
+        #: Variables every command of the session gets (a command's own ``env`` wins).
+        self.env = dict(env or {})
         self.created_at = datetime.now(UTC)
         self._created = time.monotonic()
         self.last_used = self._created
@@ -129,6 +137,20 @@ class ShellSession:
             if record.command_id == command_id:
                 return record
         raise CommandNotFound(f"unknown command {command_id!r} in session {self.session_id!r}")
+
+    @property
+    def shell_ready(self) -> bool:
+        """Its bash is running (a warm spare can be handed out without waiting)."""
+        return self._shell is not None and not self._shell.exited
+
+    def adopt(self, session_id: str, *, auto: bool, no_change_timeout: int) -> None:
+        """Become the session ``session_id``: a warm spare taken by :class:`ShellPlane`, its clocks
+        restarted so it counts as new (its bash was started in the home directory, as a new one is)."""
+        self.session_id = session_id
+        self.auto = auto
+        self.no_change_timeout = no_change_timeout
+        self.created_at = self.last_used_at = datetime.now(UTC)
+        self._created = self.last_used = time.monotonic()
 
     def _touch(self) -> None:
         self.last_used = time.monotonic()
@@ -275,6 +297,7 @@ class ShellSession:
             exit_code = 128 + record.stop_signal  # stopped by us: say so even if the shell saw success
         record.exit_code = exit_code
         record.status = record.stop_reason or "completed"
+        record.finished_at = datetime.now(UTC)
         if record.deadline is not None:
             record.deadline.cancel()
         if record.stdin is not None:
@@ -318,6 +341,7 @@ class ShellSession:
         busy_wait: float = 0.0,
         preserve_symlinks: bool | None = None,
         strict_cwd: bool = True,
+        run: str | None = None,
     ) -> CommandRecord:
         """Start ``command`` and return its record at once; ``record.wait()`` for the end.
 
@@ -326,12 +350,18 @@ class ShellSession:
         directory (AIO's ``/v1/shell/exec`` without ``strict``).
         ``merged``: stderr goes into stdout (exact interleaving) instead of its own stream.
         ``interactive``: stdin is a pipe that :meth:`write` feeds, instead of ``/dev/null``.
-        ``hard_timeout``: seconds after which the command's processes are killed."""
-        if "\0" in command:
+        ``hard_timeout``: seconds after which the command's processes are killed.
+        ``run``: the shell text to run when it is not ``command`` itself (``command`` run by ``sh``,
+        or as a program with arguments); the record names ``command``."""
+        text = command if run is None else run
+        if "\0" in text:
             raise InvalidRequest("the command contains a NUL character")
-        for name in env or {}:
+        env = {**self.env, **(env or {})}
+        for name, value in env.items():
             if not _ENV_NAME.match(name):
                 raise InvalidRequest(f"invalid environment variable name: {name!r}")
+            if "\0" in value:
+                raise InvalidRequest(f"environment variable {name} contains a NUL character")
         await self._claim(busy_wait)
         try:
             shell = await self.ensure_shell()
@@ -344,7 +374,7 @@ class ShellSession:
                 self.preserve_symlinks = preserve_symlinks
             nonce = secrets.token_hex(8)
             line = command_line(
-                command,
+                text,
                 nonce,
                 cwd=target,
                 env=env,

@@ -60,6 +60,27 @@ class Terminal:
     def pid(self) -> int:
         return self.process.pid
 
+    @property
+    def exit_code(self) -> int | None:
+        """The shell's exit status once it has ended (a signal ``N`` as ``128 + N``)."""
+        code = self.process.returncode
+        return 128 - code if code is not None and code < 0 else code
+
+    def foreground_group(self) -> int:
+        """The process group the terminal's keyboard signals go to: the running job's, or the shell's
+        at its prompt."""
+        try:
+            return os.tcgetpgrp(self._master)
+        except OSError:
+            return self.pid
+
+    def signal_foreground(self, sig: int) -> int:
+        """Send ``sig`` to the foreground process group (as a key like Ctrl-C would); returns it."""
+        group = self.foreground_group()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, sig)
+        return group
+
     def _resume_reading(self) -> None:
         if not self._reading and not self._closed:
             self._loop.add_reader(self._master, self._on_readable)
@@ -127,6 +148,42 @@ class Terminal:
             await asyncio.wait_for(self.process.wait(), 5)
 
 
+async def start_terminal(
+    cols: int, rows: int, cwd: str | None, *, rcfile: str | None = None, env: dict[str, str] | None = None
+) -> Terminal:
+    """An interactive bash on a new PTY of ``cols`` x ``rows`` in ``cwd`` (the home directory by
+    default). ``rcfile``: read instead of ``~/.bashrc``; ``env``: variables added to the sandbox's."""
+    environment = sandbox_environment(extra={**(env or {}), "TERM": "xterm-256color", "COLORTERM": "truecolor"})
+    bash, setsid = shutil.which("bash", path=environment.get("PATH")), shutil.which("setsid")
+    if bash is None or setsid is None:
+        raise ShellUnavailable("bash and setsid (util-linux) are needed for a terminal")
+    master, slave = os.openpty()
+    try:
+        os.set_blocking(master, False)
+        _set_size(master, cols, rows)
+        process = await asyncio.create_subprocess_exec(
+            setsid,
+            "--ctty",
+            bash,
+            *(("--rcfile", rcfile) if rcfile else ()),
+            "-i",
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=environment,
+            cwd=cwd or str(Path.home()),
+        )
+    except OSError as exc:
+        os.close(master)
+        raise ShellUnavailable(f"cannot start a terminal: {exc}") from exc
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)
+    return Terminal(process, master)
+
+
 class Terminals:
     """The open terminals, bounded by :data:`MAX_TERMINALS`."""
 
@@ -154,31 +211,7 @@ class Terminals:
         return terminal
 
     async def _start(self, cols: int, rows: int, cwd: str | None) -> Terminal:
-        env = sandbox_environment(extra={"TERM": "xterm-256color", "COLORTERM": "truecolor"})
-        bash, setsid = shutil.which("bash", path=env.get("PATH")), shutil.which("setsid")
-        if bash is None or setsid is None:
-            raise ShellUnavailable("bash and setsid (util-linux) are needed for a terminal")
-        master, slave = os.openpty()
-        try:
-            os.set_blocking(master, False)
-            _set_size(master, cols, rows)
-            process = await asyncio.create_subprocess_exec(
-                setsid,
-                "--ctty",
-                bash,
-                "-i",
-                stdin=slave,
-                stdout=slave,
-                stderr=slave,
-                env=env,
-                cwd=cwd or str(Path.home()),
-            )
-        except BaseException:
-            os.close(master)
-            raise
-        finally:
-            os.close(slave)
-        return Terminal(process, master)
+        return await start_terminal(cols, rows, cwd)
 
     async def close(self, terminal: Terminal) -> None:
         self._open.discard(terminal)

@@ -1,0 +1,24 @@
+"""The built-in MCP tools, one module per plane; ``builtin_tools`` fixes the published order."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import browser, code, context, editor, files, shell
+from .registry import BuiltinSpec
+
+if TYPE_CHECKING:
+    from ....planes import Planes
+
+
+def builtin_tools(planes: Planes) -> list[BuiltinSpec]:
+    """The ten built-ins in aiod's order: bash, code, files, editor, context, packages, skill,
+    browser info, GUI screenshot, GUI action."""
+    return [
+        *shell.tools(planes),
+        *code.tools(planes),
+        *files.tools(planes),
+        *editor.tools(planes),
+        *context.tools(planes),
+        *browser.tools(planes),
+    ]
