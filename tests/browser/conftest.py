@@ -88,6 +88,16 @@ async def long_page(request: Request) -> HTMLResponse:
     return _page("Long", "<h1>Top</h1><div style='height:5000px'>tall</div><p id='bottom'>Bottom</p>")
 
 
+async def reloading(request: Request) -> HTMLResponse:
+    return _page(
+        "Reloading",
+        "<p>Reloading page</p>"
+        # sessionStorage.stop (kept across the reloads) ends them.
+        "<script>addEventListener('load', () => setTimeout(() => sessionStorage.stop || location.reload(), 20));"
+        "</script>",
+    )
+
+
 async def slowish(request: Request) -> HTMLResponse:
     await asyncio.sleep(0.5)
     return _page("Slowish", "<p>popup content</p>")
@@ -106,6 +116,7 @@ SITE = Starlette(
         Route("/long", long_page),
         Route("/slow", slow),
         Route("/slowish", slowish),
+        Route("/reloading", reloading),
     ]
 )
 

@@ -18,7 +18,7 @@ from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from ..session import BrowserSession
-from ..tools.base import ToolError
+from ..tools.base import ToolError, read_page
 from ..tools.content import page_markdown, page_text
 from ..tools.elements import index_elements, locate
 from ..tools.interaction import ACTION_TIMEOUT_MS
@@ -263,7 +263,7 @@ async def html(session: BrowserSession, args: dict[str, Any]) -> Any:
     page = await session.page()
     if args.get("outer", True):
         return await page.content()
-    return await page.evaluate("() => (document.body || document.documentElement).innerHTML")
+    return await read_page(page, "() => (document.body || document.documentElement).innerHTML")
 
 
 async def text(session: BrowserSession, args: dict[str, Any]) -> Any:
@@ -318,7 +318,7 @@ async def evaluate(session: BrowserSession, args: dict[str, Any]) -> Any:
 async def find_text(session: BrowserSession, args: dict[str, Any]) -> Any:
     if not args["keyword"]:
         raise PageError("keyword must not be empty")
-    return await (await session.page()).evaluate(_FIND_TEXT_SCRIPT, args["keyword"])
+    return await read_page(await session.page(), _FIND_TEXT_SCRIPT, args["keyword"])
 
 
 async def wait(session: BrowserSession, args: dict[str, Any]) -> Any:

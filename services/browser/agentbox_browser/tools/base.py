@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from mcp import types
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
 
 from agentbox_common.mcp_tools import Arguments, Handler, ToolError, ToolSpec, text_result
 
 from ..session import BrowserSession, first_line
 
-__all__ = ["Arguments", "BrowserTool", "ToolError", "bind", "image_result", "schema", "text_result"]
+__all__ = ["Arguments", "BrowserTool", "ToolError", "bind", "image_result", "read_page", "schema", "text_result"]
 
 BrowserHandler = Callable[[BrowserSession, Arguments], Awaitable[types.CallToolResult]]
 BrowserTool = ToolSpec[BrowserHandler]
@@ -35,6 +37,29 @@ def schema(properties: Mapping[str, Any] | None = None, required: Iterable[str] 
     if required:
         result["required"] = list(required)
     return result
+
+
+#: How many documents a read outlasts before it gives up (a page that replaces itself forever).
+READ_ATTEMPTS = 5
+#: How long a read waits for the document that replaced the one it was reading (ms).
+READ_SETTLE_MS = 2000
+#: What Playwright says when a navigation took the document away from under a script.
+_NAVIGATED_AWAY = ("Execution context was destroyed", "Cannot find context with specified id")
+
+
+async def read_page(page: Page, script: str, arg: Any = None) -> Any:
+    """``page.evaluate`` for a script that only reads. When a navigation replaces the document
+    mid-read (the page's own reload or redirect, a tab still loading), read the new document, as a
+    person would, instead of answering "Execution context was destroyed"."""
+    for _ in range(READ_ATTEMPTS - 1):
+        try:
+            return await page.evaluate(script, arg)
+        except PlaywrightError as exc:
+            if not first_line(exc).startswith(_NAVIGATED_AWAY):
+                raise
+            with contextlib.suppress(PlaywrightError):
+                await page.wait_for_load_state("domcontentloaded", timeout=READ_SETTLE_MS)
+    return await page.evaluate(script, arg)
 
 
 def image_result(text: str, png: bytes) -> types.CallToolResult:

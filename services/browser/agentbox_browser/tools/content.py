@@ -13,7 +13,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from ..session import BrowserSession, first_line
-from .base import Arguments, BrowserTool, ToolError, schema, text_result
+from .base import Arguments, BrowserTool, ToolError, read_page, schema, text_result
 
 #: The rendered page as HTML without what a reader never sees: scripts, styles, hidden elements.
 #: Hidden-ness needs layout, so it is read on the live DOM and applied to a deep clone (same order).
@@ -78,13 +78,13 @@ def to_markdown(title: str, html: str) -> str:
 
 async def page_markdown(page: Page) -> str:
     """The page's visible content as Markdown, title first."""
-    visible = await page.evaluate(_VISIBLE_HTML_SCRIPT)
+    visible = await read_page(page, _VISIBLE_HTML_SCRIPT)
     # BeautifulSoup parsing is CPU work: keep it off the event loop so other calls stay fast.
     return await asyncio.to_thread(to_markdown, visible["title"], visible["html"])
 
 
 async def page_text(page: Page) -> str:
-    text: str = await page.evaluate("() => (document.body || document.documentElement)?.innerText ?? ''")
+    text: str = await read_page(page, "() => (document.body || document.documentElement)?.innerText ?? ''")
     return text
 
 
@@ -94,7 +94,7 @@ async def get_markdown(session: BrowserSession, args: Arguments) -> types.CallTo
 
 async def read_links(session: BrowserSession, args: Arguments) -> types.CallToolResult:
     page = await session.page()
-    links = await page.evaluate(_LINKS_SCRIPT)
+    links = await read_page(page, _LINKS_SCRIPT)
     return text_result(json.dumps(links, indent=2, ensure_ascii=False), structured={"links": links})
 
 

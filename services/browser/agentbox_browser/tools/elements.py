@@ -10,7 +10,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from agentbox_common.errors import NotFound
 
-from .base import ToolError
+from .base import ToolError, read_page
 
 
 class ElementNotFound(NotFound, ToolError):
@@ -86,7 +86,7 @@ _UNHIGHLIGHT_SCRIPT = "() => document.getElementById('agentbox-highlights')?.rem
 
 async def index_elements(page: Page) -> list[str]:
     """Number the page's visible interactive elements; returns the ``[index]<tag>text</tag>`` lines."""
-    lines: list[str] = await page.evaluate(_INDEX_SCRIPT, INDEX_ATTRIBUTE)
+    lines: list[str] = await read_page(page, _INDEX_SCRIPT, INDEX_ATTRIBUTE)
     return lines
 
 
