@@ -6,8 +6,10 @@ For each of ``--runs`` cold starts (a new container each time, ports published o
 measures the time from `docker run` to the gateway's /health answering 200, to /ready answering 200, to
 the first tools/list holding every tool (the count it holds once /ready said ok with the browser
 serving, asked side by side with /ready from /health on) and to the first browser_navigate that
-succeeds; after the last start it lets the container settle and reads its memory like `docker stats`
-does (usage minus inactive page cache), and does the same once with ``DISABLE_BROWSER=true``.
+succeeds (tried every 20 ms from /health on, beside the listings); after the last start it lets the
+container settle and reads its memory like `docker stats` does (usage minus inactive page cache), and
+does the same once with ``DISABLE_BROWSER=true``.
+With ``--baseline IMAGE`` (an earlier build), that image is cold-started in the same rounds.
 Interleaved with those starts, the floor: the same image running only ``python3 -m http.server`` on the
 gateway's port, so Docker's own cost of creating, networking and starting a container (most of a second
 on a small machine) is printed beside agentbox's. Results go to bench/results/image.json and are printed
@@ -22,6 +24,7 @@ import json
 import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -154,11 +157,13 @@ def cold_start(
     )
     try:
         base = f"http://127.0.0.1:{host_port(container, 8091)}"
-        with httpx.Client() as client:
+        with httpx.Client() as client, httpx.Client() as browsing, ThreadPoolExecutor(1) as pool:
             figures = {"api_ready_s": wait_health(client, base, started)}
+            # Side by side with the listings (which go on a second after the list is whole).
+            navigated = None if environment else pool.submit(wait_navigate, browsing, base, started)
             figures.update(wait_all_tools(client, base, started))
-            if not environment:
-                figures["browser_ready_s"] = wait_navigate(client, base, started)
+            if navigated is not None:
+                figures["browser_ready_s"] = navigated.result()
         if settle is not None:
             time.sleep(settle)
             figures["idle_memory_mib"] = container_memory_mib(container)
@@ -167,14 +172,18 @@ def cold_start(
         container.remove(force=True)
 
 
-def measure(image: str, runs: int, settle: float) -> dict[str, Any]:
+def measure(image: str, runs: int, settle: float, baseline: str | None = None) -> dict[str, Any]:
+    """``runs`` rounds of: the floor, ``baseline``'s cold start (when given), ``image``'s."""
     docker_client = docker.from_env(timeout=300)
     size = docker_client.images.get(image).attrs["Size"] / 2**20
-    starts, floors = [], []
+    starts, floors, baseline_starts = [], [], []
     for i in range(runs):
         floors.append(floor_start(docker_client, image))
+        if baseline:
+            baseline_starts.append(cold_start(docker_client, baseline, None))
         starts.append(cold_start(docker_client, image, settle if i == runs - 1 else None))
     no_browser = cold_start(docker_client, image, settle, {"DISABLE_BROWSER": "true"})
+    beside = {"baseline": _medians(baseline, baseline_starts)} if baseline else {}
     return {
         "measured": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "image": image,
@@ -193,11 +202,18 @@ def measure(image: str, runs: int, settle: float) -> dict[str, Any]:
         "ready_all_s": [round(s["ready_s"], 3) for s in starts],
         "all_tools_all_s": [round(s["all_tools_s"], 3) for s in starts],
         "browser_ready_all_s": [round(s["browser_ready_s"], 3) for s in starts],
+        **beside,
     }
 
 
+def _medians(image: str, starts: list[dict[str, float]]) -> dict[str, Any]:
+    keys = ("api_ready_s", "ready_s", "all_tools_s", "browser_ready_s")
+    return {"image": image, **{key: round(statistics.median(s[key] for s in starts), 3) for key in keys}}
+
+
 def table(current: dict[str, Any], previous: dict[str, Any] | None) -> str:
-    header = f"{'metric':<50} {'this run':>10} {'target':>10} {'previous':>10}"
+    baseline = current.get("baseline", {})
+    header = f"{'metric':<50} {'this run':>10} {'baseline':>10} {'target':>10} {'previous':>10}"
     lines = [header, "-" * len(header)]
     for key, label in LABELS.items():
         target = TARGETS.get(key)
@@ -206,8 +222,13 @@ def table(current: dict[str, Any], previous: dict[str, Any] | None) -> str:
             continue
         old = previous.get(key) if previous else None
         flag = "" if target is None or current[key] < target else "  (over target)"
-        lines.append(f"{label:<50} {current[key]:>10} {target_text:>10} {old if old is not None else '-':>10}{flag}")
+        lines.append(
+            f"{label:<50} {current[key]:>10} {baseline.get(key, '-'):>10} {target_text:>10} "
+            f"{old if old is not None else '-':>10}{flag}"
+        )
     when = f"this run: {current['measured']}"
+    if baseline:
+        when += f"; baseline: {baseline['image']}, interleaved in the same rounds"
     if previous:
         when += f"; previous: {previous.get('measured', '?')} ({previous.get('image', '?')})"
     return "\n".join([*lines, when])
@@ -218,9 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--image", default="agentbox:latest", help="image to measure (default agentbox:latest)")
     parser.add_argument("--runs", type=int, default=5, help="cold starts to take the median of (default 5)")
     parser.add_argument("--settle", type=float, default=10.0, help="seconds idle before reading memory")
+    parser.add_argument("--baseline", help="another image (an earlier build) cold-started in the same rounds")
     args = parser.parse_args(argv)
     previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else None
-    current = measure(args.image, max(1, args.runs), args.settle)
+    current = measure(args.image, max(1, args.runs), args.settle, args.baseline)
     print(table(current, previous))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(current, indent=2) + "\n")

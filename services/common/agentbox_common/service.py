@@ -18,12 +18,12 @@ metadata is built from."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
-from prometheus_client.core import Metric
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -31,9 +31,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .logging import configure_logging, redact
-from .observability import Metrics, ObservabilitySettings
-from .serving import connection_limits, serve
+from .observability import ObservabilitySettings
+from .serving import connection_limits, serve, server
 from .settings import ConfigError
+
+if TYPE_CHECKING:
+    from prometheus_client.core import Metric
+
+    from .observability.metrics import Metrics
 
 #: The exit status of a program refused to start for its configuration (argparse's and uvicorn's).
 CONFIG_ERROR_STATUS = 2
@@ -54,9 +59,14 @@ T = TypeVar("T")
 App = TypeVar("App", bound=Starlette)
 
 
+def refusal(prog: str, error: ConfigError) -> str:
+    """What a program refused its configuration says: the variable, never a secret's value."""
+    return f"{prog}: refusing to start: {redact(str(error))}"
+
+
 def refuse_to_start(prog: str, error: ConfigError) -> NoReturn:
-    """Stop a program whose configuration is wrong, naming the variable (never a secret's value)."""
-    print(f"{prog}: refusing to start: {redact(str(error))}", file=sys.stderr)
+    """Stop a program whose configuration is wrong (exit status 2)."""
+    print(refusal(prog, error), file=sys.stderr)
     sys.exit(CONFIG_ERROR_STATUS)
 
 
@@ -68,15 +78,54 @@ def load_or_exit(prog: str, load: Callable[[], T]) -> T:
         refuse_to_start(prog, exc)
 
 
-def run(prog: str, load: Callable[[], S], build: Callable[[S], ASGIApp]) -> None:
+def run(
+    prog: str,
+    load: Callable[[], S],
+    build: Callable[[S], ASGIApp],
+    *,
+    live_while_starting: LiveWhileStarting | None = None,
+) -> None:
     """A program's ``main`` after its arguments are parsed: logging, settings, app, served at the
     settings' host and port until stopped. ``build`` runs once the settings are good (a program
-    imports its heavy parts there) and may refuse them too (raising :class:`ConfigError`)."""
+    imports its heavy parts there) and may refuse them too (raising :class:`ConfigError`).
+
+    With ``live_while_starting`` the program binds before it builds, answering its liveness probe
+    meanwhile (:mod:`agentbox_common.starting`); a refusal from ``build`` still exits with 2."""
     configure_logging()
     settings = load_or_exit(prog, load)
     limits = load_or_exit(prog, connection_limits)
-    app = load_or_exit(prog, lambda: build(settings))
-    serve(app, settings.host, settings.port, limits)
+    if live_while_starting is None:
+        app = load_or_exit(prog, lambda: build(settings))
+        serve(app, settings.host, settings.port, limits)
+        return
+    from .starting import StartingApp  # imports this module
+
+    status: list[int] = []
+
+    def stop(code: int) -> None:
+        status.append(code)
+        uvicorn_server.should_exit = True
+
+    starting = StartingApp(
+        prog,
+        preload=live_while_starting.preload,
+        build=lambda: build(settings),
+        health=live_while_starting.health,
+        stop=stop,
+    )
+    uvicorn_server = server(starting, settings.host, settings.port, limits)
+    uvicorn_server.run()
+    if status:
+        sys.exit(status[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class LiveWhileStarting:
+    """How a program is live before its app exists: ``health()`` is its liveness answer (the one
+    its built app gives), ``preload()`` imports what ``build`` needs (run in a worker thread)."""
+
+    health: Callable[[], Mapping[str, Any]]
+    preload: Callable[[], object]
 
 
 def health_route(answer: Callable[[], Mapping[str, Any]], path: str = "/health") -> Route:

@@ -26,6 +26,11 @@ def connection_limits(env: Mapping[str, str] | None = None) -> ConnectionLimits:
 def serve(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None = None) -> None:
     """``limits`` ``None``: read from the environment (a bad value raises ``ConfigError``; the
     programs read them first, through ``agentbox_common.service.run``)."""
+    server(app, host, port, limits).run()
+
+
+def server(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None = None) -> uvicorn.Server:
+    """The uvicorn server :func:`serve` runs, for a program that stops it itself (``should_exit``)."""
     limits = limits if limits is not None else connection_limits()
     hide_own_environment()
     http, ws = bounded_protocols(limits)
@@ -40,4 +45,4 @@ def serve(app: ASGIApp, host: str, port: int, limits: ConnectionLimits | None = 
         http=http,
         ws=ws,
     )
-    uvicorn.Server(config).run()
+    return uvicorn.Server(config)

@@ -19,7 +19,7 @@ from agentbox_common import service
 from agentbox_common.mcp_progress import RunningCalls
 from agentbox_common.observability.tracing import untraced
 
-from . import __version__
+from . import __version__, liveness
 from .auth import browser_sessions, previews
 from .auth.guards import ApiKeyGuard, HostGuard, OriginGuard, PageHeaders, anonymous
 from .auth.tickets import TicketStore
@@ -190,7 +190,7 @@ def build_app(settings: GatewaySettings, *, clock: Callable[[], float] = time.mo
         app,
         "agentbox-gateway",
         settings.observability,
-        health=lambda: {"status": "ok", "version": __version__},  # liveness: cheap, asks nothing else
+        health=liveness,
         parts=[mcp_server.session_manager.run, running_planes],
         collectors=[gateway_collector(planes, upstreams)],
     )

@@ -5,16 +5,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import importlib
 import json
 import sys
 
+from starlette.types import ASGIApp
+
 from agentbox_common.logging import configure_logging
-from agentbox_common.service import load_or_exit, run
+from agentbox_common.service import LiveWhileStarting, load_or_exit, run
 from agentbox_common.settings import add_flags, flag_values
 
-from .app import build_app
-from .doctor import become, format_table, healthy, run_checks, sandbox_account
+from . import liveness
 from .settings import DoctorSettings, GatewaySettings
+
+#: ``aiod start`` binds and answers ``/health`` while it imports the gateway (most of its start).
+STARTING = LiveWhileStarting(health=liveness, preload=lambda: importlib.import_module("agentbox_gateway.app"))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,12 +36,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _build(settings: GatewaySettings) -> ASGIApp:
+    from .app import build_app
+
+    return build_app(settings)
+
+
 def main(argv: list[str] | None = None) -> None:
     """A bad setting stops either command with exit status 2 (``agentbox_common.service``)."""
     args = _parser().parse_args(argv)
     if args.command == "start":
-        run("aiod", lambda: GatewaySettings.from_env(**flag_values(args, GatewaySettings)), build_app)
+        run(
+            "aiod",
+            lambda: GatewaySettings.from_env(**flag_values(args, GatewaySettings)),
+            _build,
+            live_while_starting=STARTING,
+        )
         return
+    from .doctor import become, format_table, healthy, run_checks, sandbox_account
+
     configure_logging()
     doctor = load_or_exit("aiod", lambda: DoctorSettings.from_env(**flag_values(args, DoctorSettings)))
     account = sandbox_account(doctor)

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 
-from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..redaction import CLEAN_RECORD, escape_controls, redact_query, redact_text
-from ..settings import boolean, load, present, setting
-from .metrics import UNMATCHED_ROUTE, Metrics, metrics_route
+from .metrics import UNMATCHED_ROUTE, Metrics
 from .request_ids import (
     REQUEST_ID_HEADER,
     accepted_request_id,
@@ -29,36 +26,6 @@ from .tool_calls import RequestRecord, current_record
 
 access_logger = logging.getLogger("agentbox.access")
 _HEADER = REQUEST_ID_HEADER.encode()
-
-
-@dataclass(frozen=True)
-class ObservabilitySettings:
-    #: Serve ``/metrics`` and count requests.
-    metrics: bool = setting(True, env="AGENTBOX_METRICS", parse=boolean)
-    #: One log line per request on the ``agentbox.access`` logger.
-    access_log: bool = setting(True, env="AGENTBOX_ACCESS_LOG", parse=boolean)
-    #: Set: export a span per request over OTLP/HTTP.
-    traces: bool = setting(False, env="OTEL_EXPORTER_OTLP_ENDPOINT", parse=present, shown="unset")
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> ObservabilitySettings:
-        return load(cls, env)
-
-    def install(
-        self, app: Starlette, service_name: str, guard: Callable[[ASGIApp], ASGIApp] | None = None
-    ) -> Metrics | None:
-        """Serve ``/metrics`` (when on; wrapped in ``guard`` where the app's auth is not a middleware)
-        and wrap ``app`` in the middleware, outermost: call it after every other ``add_middleware``.
-        Returns the metrics, for app-specific collectors."""
-        metrics = Metrics() if self.metrics else None
-        if metrics is not None:
-            app.router.routes.insert(0, metrics_route(metrics, guard))
-        app.add_middleware(ObservabilityMiddleware, metrics=metrics, access_log=self.access_log)
-        if self.traces:
-            from .tracing import traced
-
-            app.add_middleware(traced, service_name=service_name)
-        return metrics
 
 
 def route_template(scope: Scope) -> str:
