@@ -93,7 +93,7 @@ async def reloading(request: Request) -> HTMLResponse:
         "Reloading",
         "<p>Reloading page</p>"
         # sessionStorage.stop (kept across the reloads) ends them.
-        "<script>addEventListener('load', () => setTimeout(() => sessionStorage.stop || location.reload(), 20));"
+        "<script>addEventListener('load', () => setTimeout(() => sessionStorage.stop || location.reload(), 50));"
         "</script>",
     )
 

@@ -177,9 +177,9 @@ def _starting(
     )
 
 
-def _get_later(url: str) -> tuple[threading.Thread, list[httpx.Response]]:
+def _get_later(url: str, **headers: str) -> tuple[threading.Thread, list[httpx.Response]]:
     answers: list[httpx.Response] = []
-    thread = threading.Thread(target=lambda: answers.append(httpx.get(url, timeout=20)), daemon=True)
+    thread = threading.Thread(target=lambda: answers.append(httpx.get(url, headers=headers, timeout=20)), daemon=True)
     thread.start()
     return thread, answers
 
@@ -190,13 +190,18 @@ def test_a_starting_program_is_live_at_once_and_serves_the_rest_once_built() -> 
         # Live while the heavy import runs: the liveness answer, and nothing else yet.
         assert httpx.get(f"{base}/health").json() == {"status": "ok", "from": "starting"}
         assert httpx.head(f"{base}/health").status_code == 200
+        assert httpx.get(f"{base}/health", headers={"Host": "[::1]:80"}).json()["from"] == "starting"
         waiting, answers = _get_later(f"{base}/work")
+        # A name only the app's host guard can judge (a proxy's public one) waits for the app.
+        public, public_answers = _get_later(f"{base}/health", Host="agent.example.test")
         waiting.join(0.3)
-        assert waiting.is_alive() and not answers and built.events == []
+        assert waiting.is_alive() and public.is_alive() and not answers + public_answers and built.events == []
         preloaded.set()
         waiting.join(20)
-        # The waiting request was served by the built app, after its lifespan started.
+        public.join(20)
+        # The waiting requests were served by the built app, after its lifespan started.
         assert answers[0].json() == {"served": "/work", "started": True}
+        assert public_answers[0].json() == {"status": "ok", "from": "app"}
         assert httpx.get(f"{base}/health").json() == {"status": "ok", "from": "app"}
     assert built.events == ["started", "stopped"] and stops == []
 

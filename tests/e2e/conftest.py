@@ -69,8 +69,11 @@ def box(docker_client: docker.DockerClient, agentbox_image: str) -> Iterator[Box
             "AICODEBOX_MCP_MODE_TOKEN": MCP_TOKEN,
         },
     )
-    yield started
-    started.remove()
+    try:
+        started.wait_http(8081, "/healthz")  # each program starts on its own; the gateway is live first
+        yield started
+    finally:
+        started.remove()
 
 
 @pytest.fixture

@@ -25,6 +25,8 @@ pytestmark = pytest.mark.docker
 
 PUBLIC_HOST = "agent.example.test"
 PUBLISHED = (8091, 8080, 8081, 80)
+#: MCP mode's own probe, through the proxy (it is public: no Host or token check).
+MCP_MODE_PROBE = ("/agent/healthz",)
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +35,11 @@ def proxy_image(docker_client: docker.DockerClient, base_image: str) -> str:
 
 
 @contextlib.contextmanager
-def start_proxy(docker_client: docker.DockerClient, proxy_image: str, box: Box, health: int = 200) -> Iterator[None]:
-    """nginx in front of ``box``, ready once the gateway's ``/health`` answers ``health`` through it."""
+def start_proxy(
+    docker_client: docker.DockerClient, proxy_image: str, box: Box, health: int = 200, also: tuple[str, ...] = ()
+) -> Iterator[None]:
+    """nginx in front of ``box``, ready once the gateway's ``/health`` answers ``health`` through it
+    and each path in ``also`` (another program's probe: each starts on its own) answers 200."""
     proxy = docker_client.containers.run(
         proxy_image,
         detach=True,
@@ -45,6 +50,8 @@ def start_proxy(docker_client: docker.DockerClient, proxy_image: str, box: Box, 
     )
     try:
         box.wait_http(80, "/health", expect=health, headers={"Host": PUBLIC_HOST}, timeout=60)
+        for path in also:
+            box.wait_http(80, path, headers={"Host": PUBLIC_HOST}, timeout=60)
         yield
     finally:
         proxy.remove(force=True)
@@ -61,7 +68,7 @@ def test_mcp_mode_behind_the_proxy_needs_the_public_host_allowed(
 ) -> None:
     env = {"AICODEBOX_MCP_MODE": "1", "AICODEBOX_MCP_MODE_TOKEN": MCP_TOKEN, "DISABLE_BROWSER": "true"}
     with running_box(docker_client, agentbox_image, env, published=PUBLISHED) as box:
-        with start_proxy(docker_client, proxy_image, box, health=421):
+        with start_proxy(docker_client, proxy_image, box, health=421, also=MCP_MODE_PROBE):
             assert proxied_tools_list(box).status_code == 421
             refused = mcp_post(box.url(80, "/mcp"), "tools/list", headers={"Host": PUBLIC_HOST})
             assert refused.status_code == 421 and "AIO_ALLOWED_HOSTS" in refused.json()["error"]["message"]
@@ -73,7 +80,7 @@ def test_mcp_mode_behind_the_proxy_needs_the_public_host_allowed(
         "AIO_ALLOWED_HOSTS": PUBLIC_HOST,
     }
     with running_box(docker_client, agentbox_image, allowed, published=PUBLISHED) as box:
-        with start_proxy(docker_client, proxy_image, box):
+        with start_proxy(docker_client, proxy_image, box, also=MCP_MODE_PROBE):
             response = proxied_tools_list(box)
             assert response.status_code == 200, response.text
             assert "run_prompt" in {tool["name"] for tool in mcp_payload(response)["result"]["tools"]}

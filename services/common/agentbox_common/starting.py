@@ -4,9 +4,11 @@ The gateway's own import (the MCP SDK's generated models, FastAPI, the planes) i
 about 1 s of a cold container's 1.7 s to ``/health``. :class:`StartingApp` is what uvicorn serves
 instead: it binds at once and answers ``GET /health`` with the program's liveness answer (the same
 body the built app gives; liveness says the process is up, readiness is ``/ready``'s), while the
-heavy imports run in a worker thread and the app is then built and its lifespan started. Every
-other request and WebSocket waits for the app and is served by it, guards and all; from then on
-``/health`` is the app's too. Nothing but that one answer is given before the app exists.
+heavy imports run in a worker thread and the app is then built and its lifespan started. Only a
+caller on a loopback name (a probe inside the container, a published port) gets that early answer,
+as the app's host guard would let through in any configuration; every other request and WebSocket
+waits for the app and is served by it, guards and all. From then on ``/health`` is the app's too.
+Nothing but that one answer is given before the app exists.
 
 A :class:`~agentbox_common.settings.ConfigError` from the build stops the server with the usual
 refusal (exit status 2); an app whose lifespan fails to start stops it with uvicorn's own status
@@ -27,6 +29,7 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketClose
 
+from .hosts import is_loopback_name, split_host
 from .logging import redact
 from .service import CONFIG_ERROR_STATUS, refusal
 from .settings import ConfigError
@@ -37,6 +40,15 @@ logger = logging.getLogger("agentbox.starting")
 LIFESPAN_FAILED_STATUS = 3
 #: A program whose build raised something other than a ConfigError (a bug): Python's own status.
 BUILD_FAILED_STATUS = 1
+
+
+def _from_loopback_name(scope: Scope) -> bool:
+    """Whether the request names a loopback host (or none: not a browser's)."""
+    host = dict(scope["headers"]).get(b"host")
+    if host is None:
+        return True
+    parts = split_host(host.decode("latin-1"))
+    return parts is not None and is_loopback_name(parts[0].strip("[]"))
 
 
 class StartingApp:
@@ -92,7 +104,12 @@ class StartingApp:
         await self._app(scope, receive, send)
 
     def _is_health(self, scope: Scope) -> bool:
-        return scope["type"] == "http" and scope["method"] in ("GET", "HEAD") and scope["path"] == self._health_path
+        return (
+            scope["type"] == "http"
+            and scope["method"] in ("GET", "HEAD")
+            and scope["path"] == self._health_path
+            and _from_loopback_name(scope)
+        )
 
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
         await receive()  # lifespan.startup: bind now, start the app in the background

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
@@ -39,10 +40,9 @@ def schema(properties: Mapping[str, Any] | None = None, required: Iterable[str] 
     return result
 
 
-#: How many documents a read outlasts before it gives up (a page that replaces itself forever).
-READ_ATTEMPTS = 5
-#: How long a read waits for the document that replaced the one it was reading (ms).
-READ_SETTLE_MS = 2000
+#: How long a read keeps following a page that replaces its document (one that reloads itself
+#: forever is answered with the error after that).
+READ_PATIENCE_S = 5.0
 #: What Playwright says when a navigation took the document away from under a script.
 _NAVIGATED_AWAY = ("Execution context was destroyed", "Cannot find context with specified id")
 
@@ -51,15 +51,16 @@ async def read_page(page: Page, script: str, arg: Any = None) -> Any:
     """``page.evaluate`` for a script that only reads. When a navigation replaces the document
     mid-read (the page's own reload or redirect, a tab still loading), read the new document, as a
     person would, instead of answering "Execution context was destroyed"."""
-    for _ in range(READ_ATTEMPTS - 1):
+    give_up = time.monotonic() + READ_PATIENCE_S
+    while True:
         try:
             return await page.evaluate(script, arg)
         except PlaywrightError as exc:
-            if not first_line(exc).startswith(_NAVIGATED_AWAY):
+            left = give_up - time.monotonic()
+            if not first_line(exc).startswith(_NAVIGATED_AWAY) or left <= 0:
                 raise
             with contextlib.suppress(PlaywrightError):
-                await page.wait_for_load_state("domcontentloaded", timeout=READ_SETTLE_MS)
-    return await page.evaluate(script, arg)
+                await page.wait_for_load_state("domcontentloaded", timeout=left * 1000)
 
 
 def image_result(text: str, png: bytes) -> types.CallToolResult:

@@ -6,7 +6,6 @@ JSON-RPC error object, a page load gets the login form, elsewhere the REST envel
 from __future__ import annotations
 
 import functools
-import ipaddress
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -15,10 +14,10 @@ from urllib.parse import parse_qsl, urlsplit
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentbox_common.asgi import refuse
+from agentbox_common.hosts import is_loopback_name, split_host
 from agentbox_common.keys import key_matches
 
 from ..doors.mcp.edge import MCP_PATH, jsonrpc_http_error
-from ..planes.preview import is_loopback_name
 from . import browser_sessions
 from .tickets import CREDENTIAL_SCOPE, TICKET_PARAM, WHOLE_GATEWAY, TicketStore, covers
 
@@ -62,26 +61,6 @@ def loopback_origin(origin: str) -> bool:
     """An ``http(s)`` origin on a loopback host (another port of this machine, ``*.localhost``)."""
     parts = urlsplit(origin)
     return parts.scheme in ("http", "https") and is_loopback_name(parts.hostname)
-
-
-def split_host(value: str) -> tuple[str, str] | None:
-    """``(name, port)`` of a ``Host`` header value, lower-cased (``port`` may be empty); None when
-    it is not a host name, an IPv4 address or a bracketed IPv6 address with an optional port."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        address, closed, rest = value[1:].partition("]")
-        try:
-            ipaddress.IPv6Address(address)
-        except ValueError:
-            return None
-        if not closed or (rest and rest[0] != ":"):
-            return None
-        name, port = f"[{address}]", rest[1:]
-    else:
-        name, _, port = value.partition(":")
-        if not name or not all(c.isalnum() or c in "-._" for c in name):
-            return None
-    return (name, port) if port == "" or port.isdigit() else None
 
 
 def own_host_names() -> frozenset[str]:

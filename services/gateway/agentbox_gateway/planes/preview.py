@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from agentbox_common.errors import Invalid, TimedOut, Unavailable
+from agentbox_common.hosts import is_loopback_name
 from agentbox_common.keys import is_digest, key_matches
 
 from ..settings import GatewaySettings
@@ -163,17 +163,6 @@ def parse_port(text: str, own_ports: Iterable[int]) -> int:
 def preview_url(base: str, port: int, absolute: bool = False) -> str:
     """``<base>/proxy/<port>/`` (or ``/absproxy/``) where ``base`` is the gateway as the caller sees it."""
     return f"{base.rstrip('/')}/{'absproxy' if absolute else 'proxy'}/{port}/"
-
-
-def is_loopback_name(hostname: str | None) -> bool:
-    if not hostname:
-        return False
-    if hostname == "localhost" or hostname.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(hostname).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)

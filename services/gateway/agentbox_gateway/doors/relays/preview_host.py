@@ -22,11 +22,12 @@ from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common.asgi import refuse
+from agentbox_common.hosts import is_loopback_name
 
 from ...auth import browser_sessions
 from ...auth.guards import origin_matches
 from ...auth.previews import PREVIEW_COOKIE, TICKET_PARAM, PreviewGrants, preview_cookie
-from ...planes.preview import PreviewHosts, is_loopback_name
+from ...planes.preview import PreviewHosts
 
 _SAFE = frozenset({"GET", "HEAD"})
 _KEY_HEADERS = (b"x-aio-api-key", b"x-api-key")
