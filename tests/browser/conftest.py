@@ -92,8 +92,9 @@ async def reloading(request: Request) -> HTMLResponse:
     return _page(
         "Reloading",
         "<p>Reloading page</p>"
-        # sessionStorage.stop (kept across the reloads) ends them.
-        "<script>addEventListener('load', () => setTimeout(() => sessionStorage.stop || location.reload(), 50));"
+        # sessionStorage.stop (kept across the reloads) ends them; window.reloading: one is under way.
+        "<script>addEventListener('load', () => setTimeout(() => sessionStorage.stop || "
+        "(window.reloading = true, location.reload()), 50));"
         "</script>",
     )
 

@@ -355,9 +355,15 @@ def test_reading_a_page_survives_its_navigations(browser: BrowserProgram, site: 
             assert "Reloading page" in browser.ok("browser_get_text")
             assert "Reloading page" in browser.ok("browser_get_markdown")
             browser.ok("browser_read_links")
-    finally:  # the next test's navigation would be interrupted by a reload
-        stop = {"script": "sessionStorage.stop = 'yes'"}
-        until(lambda: not browser.call("browser_evaluate", stop).get("isError"), 10)
+    finally:  # the next navigation would be interrupted by a reload: stop them, and see a document
+        # that has no reload under way (its own timer, if still to come, sees the stop)
+        stop = {"script": "sessionStorage.stop = 'yes'; !window.reloading"}
+
+        def settled() -> bool:
+            result = browser.call("browser_evaluate", stop)
+            return not result.get("isError") and result["content"][0]["text"] == "Execution result:\ntrue\n"
+
+        until(settled, 10)
     browser.ok("browser_navigate", {"url": f"{site}/"})
 
 

@@ -6,6 +6,7 @@ the cheap liveness answer. The browser program (the server at ``AGENTBOX_BROWSER
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -21,7 +22,8 @@ from mcp.client.subscriptions import ToolsListChanged
 from agentbox_common.settings import ConfigError
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
-from tests.gateway.upstreams.test_aggregation_fakes import upstream_process
+from tests.gateway.planes.browser.test_launch import accepts, start_dir, wrapped_upstream
+from tests.gateway.upstreams.test_aggregation_fakes import tool, upstream_process
 from tests.support import shared_http
 from tests.support.jsonrpc import MODERN_META
 from tests.support.servers import free_port, serve_app
@@ -122,6 +124,32 @@ def test_auto_start_waits_for_the_browser(tmp_path: Path, late_port: int) -> Non
             assert ready.status_code == 200 and ready.json()["browser"] == "ready", ready.text
 
 
+def test_manual_start_serves_the_built_tools_and_starts_the_browser_on_the_first_call(
+    tmp_path: Path, late_port: int
+) -> None:
+    """``manual``: /ready is green and says ``not started``, the list already holds the page tools
+    (the catalogue the image's build wrote), and the first call starts the program and is answered by it."""
+    catalogue = tmp_path / "browser-tools.json"
+    catalogue.write_text(json.dumps([tool("browser_navigate")]))
+    folder = start_dir(tmp_path)
+    with (
+        wrapped_upstream(late_port, folder),
+        browser_gateway(
+            tmp_path, late_port, "manual", browser_tools_catalogue=catalogue, start_on_use_dir=str(folder)
+        ) as url,
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
+        idle = http.get("/ready")
+        assert idle.status_code == 200 and idle.json()["browser"] == "not started", idle.text
+        listed = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).json()
+        assert "browser_navigate" in {t["name"] for t in listed["result"]["tools"]}
+        assert not accepts(late_port)
+        call = {"name": "browser_navigate", "arguments": {"url": "about:blank"}}
+        answer = http.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}).json()
+        assert answer["result"]["content"][0]["text"] == 'browser:browser_navigate:{"url": "about:blank"}', answer
+        assert http.get("/ready").json()["browser"] == "ready"
+
+
 def test_the_browsers_state_is_for_key_holders(tmp_path: Path, late_port: int) -> None:
     with browser_gateway(tmp_path, late_port, "async", api_key=KEY) as url:
         stranger = shared_http.get(f"{url}/ready", timeout=10)
@@ -133,7 +161,7 @@ def test_the_browsers_state_is_for_key_holders(tmp_path: Path, late_port: int) -
 
 def test_a_browser_start_mode_aiod_does_not_have_is_refused() -> None:
     assert GatewaySettings.from_env({"BROWSER_START_MODE": "AUTO"}).browser_start_mode == "auto"
-    with pytest.raises(ConfigError, match="BROWSER_START_MODE must be async or auto, got 'later'"):
+    with pytest.raises(ConfigError, match="BROWSER_START_MODE must be async, auto or manual, got 'later'"):
         GatewaySettings.from_env({"BROWSER_START_MODE": "later"})
 
 

@@ -31,6 +31,7 @@ from .doors.shared.surface import ApiSurface
 from .doors.web import live_view, pages, terminal
 from .metrics import gateway_collector
 from .planes import Planes
+from .planes.browser.launch import BrowserLauncher, built_tools
 from .planes.preview import PreviewHosts
 from .settings import GatewaySettings
 from .upstreams import UpstreamRouter
@@ -65,25 +66,26 @@ class LazyApp:
 
 
 def readiness(
-    upstreams: UpstreamRouter, browser_url: str, browser_waits: bool
+    upstreams: UpstreamRouter, launcher: BrowserLauncher, browser: frozenset[str]
 ) -> Callable[[Request], Awaitable[JSONResponse]]:
     """``GET /ready``: 200 once every registered MCP server serves its tools, so a client listing tools
     after it sees the whole catalogue; 503 naming those that do not yet (or no longer). The
-    healthchecks and the Kubernetes readiness probe ask this. The browser program's servers (those
-    at ``browser_url``) count only when ``browser_waits`` (``BROWSER_START_MODE=auto``); either way the
-    body's ``browser`` says whether they serve yet (``starting`` or ``ready``), so a client knows
-    when the page tools are in. It is public, so with a key set a caller without it gets only
-    ``status`` and ``waiting_count``: the upstreams' names and the browser's state are for key holders."""
+    healthchecks and the Kubernetes readiness probe ask this. The browser program's servers
+    (``browser``) count only with ``BROWSER_START_MODE=auto``; either way the body's ``browser``
+    says whether they serve yet (``not started`` with ``manual`` until first used, ``starting``,
+    ``ready``), so a client knows when the page tools answer. It is public, so with a key set a
+    caller without it gets only ``status`` and ``waiting_count``: the upstreams' names and the
+    browser's state are for key holders."""
+    browser_waits = launcher.mode == "auto"
 
     async def ready(request: Request) -> JSONResponse:
         serving_not = await upstreams.waiting()
-        browser = upstreams.served_from(browser_url)
         waiting = serving_not if browser_waits else [name for name in serving_not if name not in browser]
         body: dict[str, object] = {"status": "starting" if waiting else "ready", "version": __version__}
         if not anonymous(request.scope):
             body["waiting"] = waiting
             if browser:
-                body["browser"] = "starting" if browser.intersection(serving_not) else "ready"
+                body["browser"] = launcher.state(serving=not browser.intersection(serving_not)).value
         body["waiting_count"] = len(waiting)
         return JSONResponse(body, status_code=503 if waiting else 200)
 
@@ -104,9 +106,18 @@ async def http_error(request: Request, exc: Exception) -> JSONResponse:
 def build_app(settings: GatewaySettings, *, clock: Callable[[], float] = time.monotonic) -> Starlette:
     """The gateway's ASGI app. ``clock`` is what its tickets and browser sessions expire by (a test
     moves it on instead of sleeping out a TTL)."""
-    planes = Planes.create(settings, own_cookies=previews.GATEWAY_COOKIES)
-    registry = BuiltinRegistry(builtin_tools(planes))
     upstreams = UpstreamRouter.from_config(settings)
+    browser = upstreams.served_from(settings.browser_url)
+    launcher = BrowserLauncher(
+        settings.browser_start_mode,
+        settings.browser_url,
+        registered=bool(browser),
+        start_dir=settings.start_on_use_dir,
+        timeout=settings.browser_start_timeout,
+    )
+    upstreams.serve_while_starting(browser, launcher, built_tools(settings.browser_tools_catalogue))
+    planes = Planes.create(settings, own_cookies=previews.GATEWAY_COOKIES, launcher=launcher)
+    registry = BuiltinRegistry(builtin_tools(planes))
     running = RunningCalls()  # the door's and the upstream forwarder's calls, for notifications/cancelled
     watch = ListWatch(upstreams, reserved=registry.names, settled_interval=settings.upstream_list_cache_ttl)
     mcp_server = build_mcp_server(registry, upstreams, running, watch)
@@ -147,17 +158,17 @@ def build_app(settings: GatewaySettings, *, clock: Callable[[], float] = time.mo
     routes = [
         Route(
             "/ready",
-            readiness(upstreams, settings.browser_url, settings.browser_start_mode == "auto"),
+            readiness(upstreams, launcher, browser),
             methods=["GET"],
         ),
         *mcp_routes,
-        *cdp.routes(settings),
+        *cdp.routes(settings, launcher),
         *preview.routes(planes.preview, settings),
         *browser_sessions.routes(settings.api_key, tickets, sessions),
         *previews.routes(settings, preview_hosts, preview_grants),
         *pages.routes(registry, settings),
         *terminal.routes(planes.shell),
-        *live_view.routes(settings),
+        *live_view.routes(settings, launcher),
         Mount("", app=LazyApp(rest_door)),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})

@@ -73,14 +73,14 @@ def _preview_host(name: str, raw: str) -> str:
 API_SURFACES = ("both", "v2")
 
 
-BROWSER_START_MODES = ("async", "auto")
+BROWSER_START_MODES = ("async", "auto", "manual")
 
 
 def _browser_start_mode(name: str, raw: str) -> str:
-    """AIO's ``async`` or ``auto``."""
+    """AIO's ``async``, ``auto`` or ``manual``."""
     value = raw.strip().lower()
     if value not in BROWSER_START_MODES:
-        raise ConfigError(f"{name} must be async or auto, got {raw!r}")
+        raise ConfigError(f"{name} must be async, auto or manual, got {raw!r}")
     return value
 
 
@@ -159,8 +159,18 @@ class GatewaySettings:
     #: The browser program (page plane for ``/v1/browser/page|tabs|cookies``).
     browser_url: str = setting("http://127.0.0.1:8100", env="AGENTBOX_BROWSER_URL", parse=_url)
     #: AIO's ``BROWSER_START_MODE``: ``async`` keeps the browser program (the MCP server at
-    #: ``AGENTBOX_BROWSER_URL``) off ``/ready``, whose body says where it is; ``auto``: ``/ready`` waits for it.
+    #: ``AGENTBOX_BROWSER_URL``) off ``/ready``, whose body says where it is; ``auto``: ``/ready`` waits for it;
+    #: ``manual``: the browser (and its display) start on the first call that needs them.
     browser_start_mode: str = setting("async", env="BROWSER_START_MODE", parse=_browser_start_mode)
+    #: The browser program's tools as the image's build listed them: served while it starts (or, with
+    #: ``manual``, before it is started), so the catalogue is whole from the first ``tools/list``.
+    browser_tools_catalogue: Path = setting(
+        Path("/opt/agentbox/share/browser-tools.json"), env="AGENTBOX_BROWSER_TOOLS", parse=path
+    )
+    #: The most a call that needs the browser waits for it to start (seconds).
+    browser_start_timeout: float = setting(30.0, env="AGENTBOX_BROWSER_START_TIMEOUT", parse=number(minimum=0.1))
+    #: Where the image's start-on-first-use wrappers wait (``BROWSER_START_MODE=manual``; set by the entrypoint).
+    start_on_use_dir: str = setting("", env="AGENTBOX_START_ON_USE_DIR", parse=text)
     #: The browser's forwarding proxy and PAC file on 127.0.0.1 (0: any free port).
     browser_proxy_port: int = setting(
         DEFAULT_BROWSER_PROXY_PORT, env="AGENTBOX_BROWSER_PROXY_PORT", parse=integer(minimum=0, maximum=65535)

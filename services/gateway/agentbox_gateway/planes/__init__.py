@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..settings import GatewaySettings
 from .browser import BrowserPlane
+from .browser.launch import BrowserLauncher
 from .browser.page import PagePlane
 from .context import ContextPlane
 from .egress import ProxyPlane
@@ -29,6 +30,7 @@ class Planes:
     editor: EditorPlane
     context: ContextPlane
     browser: BrowserPlane
+    launcher: BrowserLauncher
     page: PagePlane
     preview: PreviewPlane
     convert: ConvertPlane
@@ -58,17 +60,22 @@ class Planes:
         return self._code.session_count if self._code is not None else 0
 
     @classmethod
-    def create(cls, settings: GatewaySettings, *, own_cookies: Iterable[str]) -> Planes:
-        """``own_cookies``: the names of the gateway's own cookies, which the preview plane keeps from apps."""
+    def create(
+        cls, settings: GatewaySettings, *, own_cookies: Iterable[str], launcher: BrowserLauncher | None = None
+    ) -> Planes:
+        """``own_cookies``: the names of the gateway's own cookies, which the preview plane keeps from apps.
+        ``launcher``: the browser's start (none: no browser program to wait for)."""
         files = FilePlane(settings)
-        browser = BrowserPlane(settings)
+        launcher = launcher or BrowserLauncher(settings.browser_start_mode, settings.browser_url, registered=False)
+        browser = BrowserPlane(settings, launcher)
         return cls(
             shell=ShellPlane(settings),
             files=files,
             editor=EditorPlane(files),
             context=ContextPlane(settings, browser.status),
             browser=browser,
-            page=PagePlane(settings.browser_url, timeout=settings.upstream_call_timeout),
+            launcher=launcher,
+            page=PagePlane(settings.browser_url, launcher, timeout=settings.upstream_call_timeout),
             preview=PreviewPlane(settings, own_cookies),
             convert=ConvertPlane(),
             watch=FileWatchPlane(settings.max_file_watchers, settings.watch_events_kept),

@@ -13,19 +13,25 @@ result) drops its cached list, and the next ``tools/list`` asks it again.
 
 Start-up and changes are told, not guessed: :meth:`UpstreamRouter.waiting` names the upstreams not
 serving their tools (the gateway's readiness answer), and every listing that publishes another set of
-names than the one before tells the ``on_change`` listeners (``notifications/tools/list_changed``)."""
+names than the one before tells the ``on_change`` listeners (``notifications/tools/list_changed``).
+
+An upstream that starts on use (the browser program, :meth:`UpstreamRouter.serve_while_starting`)
+publishes the tools it was built with until it first answers, so the list is whole from the start
+and does not change when it comes; a call to it waits for it to start (and starts it)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, NamedTuple
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, NamedTuple, Protocol
 
 from mcp import types
 from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict, ValidationError
+
+from agentbox_common.errors import Unavailable
 
 from ..settings import GatewaySettings
 from .client import ProgressRelay, UpstreamClient, UpstreamRpcError, UpstreamTimeout, UpstreamUnavailable
@@ -36,6 +42,22 @@ logger = logging.getLogger(__name__)
 #: An upstream that was listed recently but is now merely slow keeps its tools this long, so a busy
 #: server does not flicker in and out of the catalogue. A refused connection drops them at once.
 STALE_LIST_TTL = 30.0
+#: The state of an upstream that starts on use and has not been asked for yet.
+NOT_STARTED = "not started: it starts on first use"
+
+
+class StartsOnUse(Protocol):
+    """An upstream's starter (the browser's :class:`~agentbox_gateway.planes.browser.launch.BrowserLauncher`)."""
+
+    @property
+    def requested(self) -> bool: ...
+
+    @property
+    def up(self) -> bool: ...
+
+    def note_up(self) -> None: ...
+
+    async def ensure(self) -> None: ...
 
 
 class Route(NamedTuple):
@@ -92,6 +114,8 @@ class UpstreamRouter:
         #: The names the last listing published (None before the first), to see the list change.
         self._published: frozenset[str] | None = None
         self._on_change: list[Callable[[], Awaitable[None]]] = []
+        #: Upstreams that start on use: their starter and the tools they publish until they answer.
+        self._starting: dict[str, tuple[StartsOnUse, list[dict[str, Any]]]] = {}
 
     def __bool__(self) -> bool:
         """Whether any upstream is registered."""
@@ -111,6 +135,12 @@ class UpstreamRouter:
             if client.config.url == base or client.config.url.startswith(f"{base}/")
         )
 
+    def serve_while_starting(self, names: Iterable[str], starter: StartsOnUse, tools: list[dict[str, Any]]) -> None:
+        """Publish ``tools`` for the upstreams ``names`` until they first answer, and have each call to
+        them wait for ``starter`` (which starts them when they wait for their first use)."""
+        for name in names:
+            self._starting[name] = (starter, tools)
+
     @classmethod
     def from_config(cls, settings: GatewaySettings) -> UpstreamRouter:
         return cls(
@@ -128,13 +158,29 @@ class UpstreamRouter:
     def _set_state(self, client: UpstreamClient, reason: str, tools: int = 0) -> None:
         previous = self._state.get(client.name)
         self._state[client.name] = reason
+        if reason == NOT_STARTED:
+            return
         if reason and reason != previous:
             logger.warning("upstream %s unavailable: %s", client.name, reason)
         elif not reason and previous != "":
             logger.info("upstream %s answers: %d tools", client.name, tools)
 
     async def _fetch(self, client: UpstreamClient) -> list[dict[str, Any]]:
-        """One upstream's raw tools, or none; never raises, never outlasts the list timeout."""
+        """One upstream's raw tools, or none; never raises, never outlasts the list timeout. An
+        upstream that starts on use and has not answered yet gives the tools it was built with."""
+        starting = self._starting.get(client.name)
+        if starting is not None and not starting[0].up:
+            if not starting[0].requested:
+                self._set_state(client, NOT_STARTED)
+                return starting[1]
+            tools = await self._ask(client)
+            if not self._state[client.name]:
+                starting[0].note_up()
+                return tools
+            return starting[1]
+        return await self._ask(client)
+
+    async def _ask(self, client: UpstreamClient) -> list[dict[str, Any]]:
         cached = self._last_good.get(client.name)
         if client.name in self._fresh and cached is not None and time.monotonic() - cached[0] < self.list_cache_ttl:
             if await client.reachable():
@@ -217,8 +263,9 @@ class UpstreamRouter:
 
     @property
     def settled(self) -> bool:
-        """Whether every upstream answered its last ``tools/list`` (none is starting, down or slow)."""
-        return all(not self._state.get(client.name, "starting") for client in self._clients)
+        """Whether every upstream answered its last ``tools/list`` (none is starting, down or slow;
+        one that waits for its first use is as settled as it will be)."""
+        return all(self._state.get(client.name, "starting") in ("", NOT_STARTED) for client in self._clients)
 
     async def waiting(self) -> list[str]:
         """The upstreams not serving their tools right now, in registration order. Each is asked as
@@ -254,6 +301,12 @@ class UpstreamRouter:
         upstream and the failure. :class:`UpstreamRpcError` when it answered with a JSON-RPC error.
         ``on_progress`` relays the upstream's progress notifications."""
         client, original = route.client, route.original
+        starting = self._starting.get(client.name)
+        if starting is not None:
+            try:
+                await starting[0].ensure()
+            except Unavailable as exc:
+                return _failure(f"upstream {client.name} unavailable: {exc}")
         try:
             raw = await client.call_tool(original, arguments, on_progress)
         except UpstreamUnavailable as exc:

@@ -16,6 +16,7 @@ from playwright.async_api import Page, async_playwright
 
 from agentbox_gateway.doors.shared.browser_links import browser_info_data
 from agentbox_gateway.planes.browser import BrowserPlane, BrowserUnavailable, InvalidAction, parse_action
+from agentbox_gateway.planes.browser.launch import BrowserLauncher
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.headless_chromium import Chromium
 from tests.support.png import decode_png
@@ -24,9 +25,15 @@ from tests.support.servers import free_port
 pytestmark = [pytest.mark.anyio, pytest.mark.chromium]
 
 
+def plane_at(cdp_url: str) -> BrowserPlane:
+    """The plane on Chromium at ``cdp_url``, with no browser program to start or wait for."""
+    settings = replace(GatewaySettings.from_env({}), cdp_url=cdp_url)
+    return BrowserPlane(settings, BrowserLauncher("async", settings.browser_url, registered=False))
+
+
 @pytest.fixture
 async def plane(chromium: Chromium) -> AsyncIterator[BrowserPlane]:
-    browser = BrowserPlane(replace(GatewaySettings.from_env({}), cdp_url=chromium.cdp_url))
+    browser = plane_at(chromium.cdp_url)
     yield browser
     await browser.aclose()
 
@@ -187,7 +194,7 @@ async def test_wait_is_a_pause(plane: BrowserPlane) -> None:
 async def test_invalid_actions_are_refused_before_reaching_the_browser(action: dict, message: str) -> None:
     with pytest.raises(InvalidAction, match=message):
         parse_action(action)
-    nowhere = BrowserPlane(replace(GatewaySettings.from_env({}), cdp_url=f"http://127.0.0.1:{free_port()}"))
+    nowhere = plane_at(f"http://127.0.0.1:{free_port()}")
     with pytest.raises(InvalidAction):  # refused as invalid, not as "no browser": nothing was tried
         await nowhere.execute_action(action)
     await nowhere.aclose()
@@ -205,7 +212,7 @@ async def test_set_viewport_resizes_the_display(plane: BrowserPlane, chromium: C
 
 
 async def test_no_chromium_is_a_typed_error() -> None:
-    nowhere = BrowserPlane(replace(GatewaySettings.from_env({}), cdp_url=f"http://127.0.0.1:{free_port()}"))
+    nowhere = plane_at(f"http://127.0.0.1:{free_port()}")
     try:
         status = await nowhere.status()
         assert status["status"] == "absent" and "did not answer" in status["detail"]

@@ -32,6 +32,8 @@ from agentbox_common.http import plain_http_only
 
 from ...auth.guards import url_ticket
 from ...auth.tickets import TICKET_PARAM
+from ...planes.browser.errors import BrowserUnavailable
+from ...planes.browser.launch import BrowserLauncher
 from ...settings import GatewaySettings
 from ..shared.addresses import gateway_base, request_public_base
 
@@ -87,7 +89,10 @@ def rewrite_targets(payload: Any, base: str, sign: Callable[[str], str] = _uncha
 
 
 class CdpProxy:
-    def __init__(self, settings: GatewaySettings) -> None:
+    """``launcher``: a relay needs Chromium, so it is started first (or waited for while it starts)."""
+
+    def __init__(self, settings: GatewaySettings, launcher: BrowserLauncher) -> None:
+        self.launcher = launcher
         self.cdp_url = settings.cdp_url.rstrip("/")
         self.ws_root = "ws" + self.cdp_url[4:] if self.cdp_url.startswith("http") else self.cdp_url
         self.fallback_base = gateway_base(settings)
@@ -110,15 +115,21 @@ class CdpProxy:
         url = f"{self.cdp_url}{path}"
         query = _without_credentials(request.url.query)
         try:
+            await self.launcher.ensure()
             async with httpx.AsyncClient(timeout=10.0, trust_env=False, verify=plain_http_only()) as client:
                 upstream = await client.request(request.method, url + (f"?{query}" if query else ""))
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, BrowserUnavailable) as exc:
+            cause = (
+                str(exc)
+                if isinstance(exc, BrowserUnavailable)
+                else f"{url} did not answer ({type(exc).__name__}: {exc})"
+            )
             return JSONResponse(
                 {
                     "success": False,
                     "message": "Browser unavailable: no reachable CDP port",
                     "data": None,
-                    "hint": f"{url} did not answer ({type(exc).__name__}: {exc})",
+                    "hint": cause,
                 },
                 status_code=503,
             )
@@ -139,6 +150,7 @@ class CdpProxy:
         query = _without_credentials(websocket.url.query)
         url = f"{self.ws_root}/devtools/{websocket.path_params['path']}" + (f"?{query}" if query else "")
         try:
+            await self.launcher.ensure()
             upstream = await connect(
                 url, max_size=None, compression=None, ping_interval=None, open_timeout=5, proxy=None
             )
@@ -182,9 +194,9 @@ class CdpProxy:
                 await websocket.close(code=1000)
 
 
-def routes(settings: GatewaySettings) -> list[BaseRoute]:
+def routes(settings: GatewaySettings, launcher: BrowserLauncher) -> list[BaseRoute]:
     """The ``/cdp/*`` routes and the root discovery ones; mount them before the REST catch-all."""
-    proxy = CdpProxy(settings)
+    proxy = CdpProxy(settings, launcher)
     return [
         Route("/cdp/json", proxy.json_endpoint, methods=["GET", "PUT"]),
         Route("/cdp/json/{path:path}", proxy.json_endpoint, methods=["GET", "PUT"]),

@@ -26,6 +26,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ...auth.guards import page_ticket
 from ...auth.tickets import TICKET_PARAM
+from ...planes.browser.errors import BrowserUnavailable
+from ...planes.browser.launch import BrowserLauncher
 from ...settings import GatewaySettings
 from ..shared.addresses import public_address
 
@@ -73,7 +75,8 @@ def signed_vnc_url(url: str | None, scope: Scope) -> str | None:
     return f"{url}&{ticket}" if url and ticket else url
 
 
-def routes(settings: GatewaySettings) -> list[BaseRoute]:
+def routes(settings: GatewaySettings, launcher: BrowserLauncher) -> list[BaseRoute]:
+    """``launcher``: the display starts with the browser, so a viewer starts both (``manual``)."""
     if not settings.vnc_enabled:
         return []
     host, port = _split_address(settings.vnc_address)
@@ -113,8 +116,9 @@ def routes(settings: GatewaySettings) -> list[BaseRoute]:
         offered = websocket.scope.get("subprotocols", [])
         await websocket.accept(subprotocol="binary" if "binary" in offered else None)
         try:
+            await launcher.ensure()
             reader, writer = await asyncio.open_connection(host, port)
-        except OSError as exc:
+        except (OSError, BrowserUnavailable) as exc:
             logger.warning("live view: VNC server %s:%s unreachable: %s", host, port, exc)
             await websocket.close(_CLOSE_UNAVAILABLE, "VNC server unreachable")
             return

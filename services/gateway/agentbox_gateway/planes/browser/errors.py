@@ -33,6 +33,12 @@ class BrowserProgramUnavailable(BrowserUnavailable):
     summary = "Browser unavailable: the browser program does not answer"
 
 
+class BrowserDidNotStart(BrowserUnavailable):
+    """A call waited for the browser to start (``BROWSER_START_MODE``) and it did not answer in time."""
+
+    summary = "Browser unavailable: it did not start in time"
+
+
 class InvalidAction(Invalid):
     """A GUI action or setting was rejected before anything was sent to the browser; ``detail``
     says what is wrong with ``field``."""

@@ -13,11 +13,13 @@ import httpx
 from agentbox_common.http import plain_http_only
 
 from .errors import BrowserProgramUnavailable, PageFailed
+from .launch import BrowserLauncher
 
 
 class PagePlane:
-    def __init__(self, browser_url: str, timeout: float) -> None:
+    def __init__(self, browser_url: str, launcher: BrowserLauncher, timeout: float) -> None:
         self.browser_url = browser_url.rstrip("/")
+        self._launcher = launcher
         self._timeout = timeout
 
     @functools.cached_property
@@ -35,7 +37,9 @@ class PagePlane:
             await self._http.aclose()
 
     async def call(self, operation: str, arguments: dict[str, Any] | None = None) -> Any:
-        """The operation's data; :class:`PageFailed` or :class:`BrowserProgramUnavailable` otherwise."""
+        """The operation's data; :class:`PageFailed` or :class:`BrowserProgramUnavailable` otherwise
+        (the browser started first, or waited for while it starts)."""
+        await self._launcher.ensure()
         try:
             response = await self._http.post(f"/page/{operation}", json=arguments or {})
         except httpx.HTTPError as exc:

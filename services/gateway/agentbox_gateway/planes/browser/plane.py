@@ -26,6 +26,7 @@ from .actions import Action, parse_action
 from .cdp import CdpConnection, CdpError
 from .errors import BrowserError, BrowserUnavailable, InvalidAction
 from .gui import InputDriver, InputState
+from .launch import BrowserLauncher
 
 if TYPE_CHECKING:  # imported where used: Xlib loads with the first GUI call on a display
     from .xdisplay import XDisplay
@@ -116,8 +117,12 @@ def _names_failures(what: str) -> Callable[[Callable[P, Awaitable[R]]], Callable
 
 
 class BrowserPlane:
-    def __init__(self, settings: GatewaySettings) -> None:
+    """``launcher``: every operation that needs Chromium (or the display) has it started first, or
+    waits while it starts; :meth:`status` only looks."""
+
+    def __init__(self, settings: GatewaySettings, launcher: BrowserLauncher) -> None:
         self.cdp_url = settings.cdp_url.rstrip("/")
+        self._launcher = launcher
         #: The gateway's own address, for ``cdp_url`` when no request says how callers reach it.
         self.vnc_enabled = settings.vnc_enabled
         self._display_name = settings.display if settings.vnc_enabled and settings.display else None
@@ -162,13 +167,14 @@ class BrowserPlane:
 
     async def version(self) -> dict[str, Any]:
         """Chromium's ``/json/version``; :class:`BrowserUnavailable` when nothing answers."""
+        await self._launcher.ensure()
         version: dict[str, Any] = await self._get_json("/json/version")
         return version
 
     async def status(self) -> dict[str, Any]:
-        """For ``/v1/capabilities``: never raises."""
+        """For ``/v1/capabilities``: never raises, never starts the browser."""
         try:
-            version = await self.version()
+            version = await self._get_json("/json/version")
         except Exception as exc:
             return {"status": ABSENT, "cdp": self.cdp_url, "detail": str(exc)}
         return {"status": READY, "cdp": self.cdp_url, "browser": version.get("Browser", "")}
@@ -264,6 +270,7 @@ class BrowserPlane:
         """A PNG of the browser's display: the whole screen when there is one (tabs, address bar,
         dialogs), else the page currently shown, at its viewport size."""
         if self._display is not None:
+            await self._launcher.ensure()
             width, height, png = await self._display.screenshot()
             return Screenshot(base64.b64encode(png).decode(), width, height)
         reply = await self._on_page("Page.captureScreenshot", {"format": "png"}, within=SCREENSHOT_TIMEOUT)
@@ -280,6 +287,7 @@ class BrowserPlane:
             await asyncio.sleep(action.duration)
             return f"Waited {action.duration:g} seconds"
         if self._display is not None:
+            await self._launcher.ensure()
             async with self._input_lock:
                 from .xdisplay import XInputDriver
 
