@@ -5,6 +5,7 @@ comes fails the call in its timeout instead of hanging it."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -12,13 +13,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
 import pytest
 
-from agentbox_gateway.planes.browser.errors import BrowserDidNotStart
+from agentbox_gateway.planes.browser import BrowserPlane
+from agentbox_gateway.planes.browser.errors import BrowserDidNotStart, BrowserUnavailable
 from agentbox_gateway.planes.browser.launch import REQUESTED, BrowserLauncher, BrowserState
+from agentbox_gateway.settings import GatewaySettings
 from tests.gateway.upstreams.test_aggregation_fakes import _UPSTREAM_MAIN, make_router, tool
 from tests.support.servers import free_port
 
@@ -140,3 +144,13 @@ async def test_without_a_browser_program_nothing_is_started_or_waited_for(tmp_pa
     started = time.monotonic()
     await launcher.ensure()
     assert time.monotonic() - started < 0.1 and not (folder / REQUESTED).exists()
+
+
+async def test_new_proxy_settings_do_not_start_a_manual_browser(tmp_path: Path) -> None:
+    """Chromium reads its proxy settings when it starts: a change before its first use leaves it unstarted."""
+    folder = start_dir(tmp_path)
+    launcher = launcher_for(free_port(), "manual", folder)
+    settings = replace(GatewaySettings.from_env({}), cdp_url=f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(BrowserUnavailable, match="not started yet"):
+        await BrowserPlane(settings, launcher).reload_proxy_settings(asyncio.Event(), 1.0)
+    assert not launcher.requested and not (folder / REQUESTED).exists()

@@ -313,7 +313,10 @@ class BrowserPlane:
         file), False after ``within`` seconds. No DevTools command does it; the "Re-apply settings"
         button of ``chrome://net-internals/#proxy`` does, so a background tab presses it (again, until
         the page has wired it up) and is closed. It is in the default context: proxy settings are per
-        profile."""
+        profile. A browser not started yet (``BROWSER_START_MODE=manual``) is not started for this:
+        it reads the settings when it starts."""
+        if not self._launcher.requested:
+            raise BrowserUnavailable("not started yet (BROWSER_START_MODE=manual)")
         cdp = await self._cdp()
         created = await cdp.call("Target.createTarget", {"url": _NET_INTERNALS, "background": True})
         target_id = created["targetId"]
