@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentbox_common.settings import ConfigError
+from agentbox_common.workspace_files import FileProblem, WorkspaceFiles
 from agentbox_mcp_mode.adapters import load_adapter
 from agentbox_mcp_mode.adapters.base import Adapter, AgentEvent, AgentRequest
 from agentbox_mcp_mode.adapters.claude import ClaudeParser
@@ -16,7 +17,6 @@ from agentbox_mcp_mode.locks import WorkspaceBusy, WorkspaceLocks
 from agentbox_mcp_mode.run_service import RunSpec
 from agentbox_mcp_mode.schemas import parse_json_response
 from agentbox_mcp_mode.workspace import Workspace, WorkspaceError
-from agentbox_mcp_mode.workspace_files import FileProblem, WorkspaceFiles
 
 OBJECT = {"type": "object", "required": ["a"]}
 

@@ -197,11 +197,22 @@ def build_app(settings: GatewaySettings, *, clock: Callable[[], float] = time.mo
         active=not settings.api_key or bool(settings.allowed_hosts),
         preview_host=lambda host: preview_hosts.port_of(host) is not None,
     )
+    parts: list[Callable[[], contextlib.AbstractAsyncContextManager[None]]] = [
+        mcp_server.session_manager.run,
+        running_planes,
+    ]
+    sandboxd = None
+    if settings.sandboxd_enabled:  # imported only then: gRPC is some 20 MiB a gateway without it spares
+        from .doors.sandboxd.server import Sandboxd, serving
+
+        sandboxd = Sandboxd()
+        parts.append(lambda: serving(planes, settings, sandboxd))
+    app.state.sandboxd = sandboxd
     return service.as_service(
         app,
         "agentbox-gateway",
         settings.observability,
         health=liveness,
-        parts=[mcp_server.session_manager.run, running_planes],
-        collectors=[gateway_collector(planes, upstreams)],
+        parts=parts,
+        collectors=[gateway_collector(planes, upstreams, sandboxd)],
     )

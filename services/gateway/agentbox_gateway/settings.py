@@ -14,6 +14,7 @@ from agentbox_common.keys import read_key_file
 from agentbox_common.observability import ObservabilitySettings
 from agentbox_common.settings import (
     ConfigError,
+    boolean,
     csv,
     env_bool,
     given,
@@ -31,6 +32,9 @@ from .auth.tickets import DEFAULT_TICKET_TTL
 
 DEFAULT_PORT = 18091
 DEFAULT_BROWSER_PROXY_PORT = 18093
+#: sandboxd's ports: the spec's gRPC default; REST on 8092, as the spec's 8080 is API mode's.
+DEFAULT_SANDBOXD_GRPC_PORT = 9090
+DEFAULT_SANDBOXD_REST_PORT = 8092
 MAX_MCP_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_UPLOAD_BYTES = 1024**3
 #: Room for ``/v1/file/write`` with a 12 MiB file as base64 (4/3 of it), the largest JSON body the SDK
@@ -206,12 +210,32 @@ class GatewaySettings:
     vnc_address: str = setting("127.0.0.1:5900", env="AIO_VNC_ADDRESS")
     #: The noVNC client's files (Debian's ``novnc`` package).
     novnc_dir: Path = setting(Path("/usr/share/novnc"), env="AIO_NOVNC_DIR", parse=path)
+    #: Serve kubernetes-sigs/agent-sandbox's runtime API (sandboxd: the gRPC ProcessService and the
+    #: filesystem REST API) beside the gateway, for that project's SDKs.
+    sandboxd_enabled: bool = setting(False, env="SANDBOXD_ENABLED", parse=boolean)
+    #: The address sandboxd's two listeners bind (loopback, as the spec says; ``0.0.0.0`` for a pod's
+    #: Service or router).
+    sandboxd_host: str = setting("127.0.0.1", env="SANDBOXD_LISTEN_HOST", parse=text)
+    #: sandboxd's gRPC ProcessService port.
+    sandboxd_grpc_port: int = setting(
+        DEFAULT_SANDBOXD_GRPC_PORT, env="SANDBOXD_GRPC_PORT", parse=integer(minimum=0, maximum=65535)
+    )
+    #: sandboxd's filesystem and runtime REST port.
+    sandboxd_rest_port: int = setting(
+        DEFAULT_SANDBOXD_REST_PORT, env="SANDBOXD_REST_PORT", parse=integer(minimum=0, maximum=65535)
+    )
+    #: The root every sandboxd path and working directory stays under (created if missing).
+    sandboxd_root: Path = setting(Path("/workspace"), env="SANDBOXD_ROOT_DIR", parse=path)
+    #: The prefix of the variables ``GET /v1/metadata`` shows (names with TOKEN, SECRET, KEY... never).
+    sandboxd_metadata_prefix: str = setting("SANDBOX_", env="SANDBOXD_METADATA_ENV_PREFIX", parse=text)
 
     def own_ports(self) -> frozenset[int]:
         """The sandbox's own ports, never offered as previews of apps: the gateway's, its browser
         proxy's, the browser program's, Chromium's DevTools and the VNC server's."""
         ports = {self.port, self.browser_proxy_port, _port_of(self.browser_url), _port_of(self.cdp_url)}
         ports.add(_port_of(f"tcp://{self.vnc_address}"))
+        if self.sandboxd_enabled:
+            ports.update((self.sandboxd_grpc_port, self.sandboxd_rest_port))
         return frozenset(port for port in ports if port)
 
     @classmethod

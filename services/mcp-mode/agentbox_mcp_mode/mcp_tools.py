@@ -12,7 +12,7 @@ published as a JSON string; an object is still taken, as older clients send it. 
 ``isError`` results whose text names the cause; bad input changes nothing. ``run_prompt`` goes through the run service
 (:mod:`.run_service`, shared with API mode, cron and Telegram), which takes the per-workspace lock
 without waiting: a busy workspace is refused before any agent starts. File
-operations (:mod:`.workspace_files`, race-free under the root) run in worker threads so a run, a
+operations (:mod:`agentbox_common.workspace_files`, race-free under the root) run in worker threads so a run, a
 big file or a slow disk never stalls the server.
 """
 
@@ -26,12 +26,12 @@ import anyio
 from mcp import types
 
 from agentbox_common.mcp_tools import ContextHandler, Handler, ToolError, ToolRegistry, ToolSpec, text_result
+from agentbox_common.workspace_files import READ_LIMIT, WorkspaceFiles
 
 from .adapters.base import Adapter, EventSink
 from .locks import WorkspaceLocks
 from .run_service import RunService, RunSpec
 from .settings import McpModeSettings
-from .workspace_files import READ_LIMIT, WorkspaceFiles
 
 logger = logging.getLogger(__name__)
 

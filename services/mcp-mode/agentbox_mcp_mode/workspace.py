@@ -1,7 +1,7 @@
 """The run workspaces under ``AICODEBOX_WORKSPACE`` (``run_prompt`` ``workspace``, API ``/run`` and
 the OpenAI endpoint, cron jobs, Telegram chats): a subpath of the root; absolute paths and any ``..``
 part are refused outright; the directory is created. Files inside a workspace are opened race-free
-with :mod:`.workspace_files`, never by path.
+with :mod:`agentbox_common.workspace_files`, never by path.
 
 Errors are :class:`WorkspaceError` whose message names the offending path; nothing is touched
 before the check passes.

@@ -23,6 +23,7 @@ from agentbox_common.errors import (
 )
 from agentbox_common.http_status import HTTP_STATUS
 from agentbox_common.http_status import http_status as status_of
+from agentbox_common.workspace_files import FileAccessDenied
 from agentbox_gateway.doors.rest.files import FINER_STATUS, http_status
 from agentbox_gateway.planes.code.errors import CodeError, SessionLimitReached
 from agentbox_gateway.planes.files import (
@@ -38,7 +39,6 @@ from agentbox_gateway.planes.files import (
 from agentbox_gateway.planes.shell.errors import SessionNotFound, ShellError, ShellUnavailable
 from agentbox_gateway.upstreams.client import UpstreamTimeout, UpstreamUnavailable
 from agentbox_mcp_mode.api_mode.errors import http_status as api_mode_status
-from agentbox_mcp_mode.workspace_files import FileAccessDenied
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from agentbox_common.service import as_service
+from agentbox_common.workspace_files import WorkspaceFiles
 
 from ..adapters import Adapter, load_adapter
 from ..app import HEALTH_PATH, healthz, mcp_routes
@@ -26,7 +27,6 @@ from ..locks import WorkspaceLocks
 from ..mcp_server import build_mcp_asgi
 from ..run_service import RunService
 from ..run_stats import RUN_STATS
-from ..workspace_files import WorkspaceFiles
 from . import routes_files, routes_openai, routes_run
 from .auth import ApiTokenGuard
 from .errors import install_error_handler

@@ -11,9 +11,9 @@ from starlette.responses import JSONResponse
 
 from agentbox_common.errors import PlaneError
 from agentbox_common.http_status import HTTP_STATUS
+from agentbox_common.workspace_files import DiskFull
 
 from ..run_service import RunRefused
-from ..workspace_files import DiskFull
 
 #: Where aicodebox's API answers other than by kind: a refused ``/run`` body is 422 like FastAPI's
 #: own validation errors; a full disk keeps its own status (507, which no kind has).

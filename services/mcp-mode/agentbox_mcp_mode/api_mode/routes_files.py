@@ -1,5 +1,5 @@
 """``/files``: the workspace's files over HTTP, confined exactly like the MCP file tools (the same
-:mod:`~agentbox_mcp_mode.workspace_files`: a leading ``/`` is relative to the root, ``..`` and
+:mod:`~agentbox_common.workspace_files`: a leading ``/`` is relative to the root, ``..`` and
 outward symlinks are refused with 400 ``path escapes workspace root: …``, nothing is touched, and
 no check can be raced into an escape).
 
@@ -15,7 +15,7 @@ no check can be raced into an escape).
 * ``DELETE /files/{path}``: files and symlinks (the link itself); a directory → 400 ``cannot delete
   directories``; missing → 404.
 
-Refusals are :class:`~agentbox_mcp_mode.workspace_files.FileProblem` errors, answered by API mode's
+Refusals are :class:`~agentbox_common.workspace_files.FileProblem` errors, answered by API mode's
 one error handler (:mod:`.errors`). Disk work runs in worker threads, so a big file or a slow disk
 never stalls the server.
 """
@@ -30,7 +30,7 @@ from fastapi import APIRouter, HTTPException, Request
 from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from ..workspace_files import OpenedFile, WorkspaceFiles, iter_chunks, read_at_most
+from agentbox_common.workspace_files import OpenedFile, WorkspaceFiles, iter_chunks, read_at_most
 
 #: Files up to this size are read in one go and answered with a Content-Length.
 WHOLE_READ_BYTES = 1024 * 1024

@@ -2,7 +2,7 @@
 (and ``/fetch``) send a workspace file, confined to that workspace and at most 50 MB; uploads are
 saved there under a safe name, streamed to disk and refused beyond ``AICODEBOX_MAX_UPLOAD_BYTES``
 (whatever size the Bot API declared: the bytes served count). Both go through
-:mod:`~agentbox_mcp_mode.workspace_files`, as the MCP file tools and ``/files`` do: a file is opened
+:mod:`~agentbox_common.workspace_files`, as the MCP file tools and ``/files`` do: a file is opened
 race-free under the workspace (no symlink leads out, only regular files) and what is sent is the
 file descriptor that was checked."""
 
@@ -20,7 +20,7 @@ import anyio
 import httpx
 from telegram import File
 
-from ..workspace_files import FileProblem, OpenedFile, PathEscapes, WorkspaceFiles
+from agentbox_common.workspace_files import FileProblem, OpenedFile, PathEscapes, WorkspaceFiles
 
 SEND_FILE = re.compile(r"\[SEND_FILE:\s*([^\]\n]+?)\s*\]")
 #: The Bot API's upload limit for bots.

@@ -1,7 +1,7 @@
 """The shell plane's errors, each of one :class:`~agentbox_common.errors.ErrorKind`, which is all a
 door needs to answer it."""
 
-from agentbox_common.errors import Conflict, Invalid, LimitReached, NotFound, Unavailable
+from agentbox_common.errors import Conflict, Denied, Invalid, LimitReached, NotFound, TooLarge, Unavailable
 
 
 class ShellError(Invalid):
@@ -30,3 +30,20 @@ class InvalidRequest(ShellError): ...
 
 
 class ShellUnavailable(Unavailable, ShellError): ...
+
+
+class ProgramNotFound(NotFound, ShellError):
+    """An unknown program number, or a program (or its working directory) that does not exist."""
+
+
+class ProgramDenied(Denied, ShellError): ...
+
+
+class NoTerminal(Conflict, ShellError):
+    """A terminal operation on a program that has none (or has ended)."""
+
+
+class OutputTooLarge(TooLarge, ShellError): ...
+
+
+class ProgramUnavailable(Unavailable, ShellError): ...

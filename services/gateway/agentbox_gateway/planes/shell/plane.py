@@ -23,6 +23,7 @@ from .bash import bash_quote, existing_dir, resolve_dir
 from .commands import CommandLimits, Commands
 from .detached import DetachedApp, start_detached
 from .errors import InvalidRequest, SessionExists, SessionLimit, SessionNotFound
+from .programs import Programs
 from .pty import PtyLimits, PtySessions
 from .record import CommandRecord
 from .session import DEFAULT_NO_CHANGE_TIMEOUT, ShellSession
@@ -105,6 +106,8 @@ class ShellPlane:
                 retain_chars=settings.command_retain_chars,
             ),
         )
+        #: Programs run directly by argument vector (sandboxd's ProcessService), under the same limit.
+        self.programs = Programs(settings.command_max_running, others_running=lambda: self.commands.running)
         #: Named terminals that outlive their sockets (``/v2/pty``, the dashboard's terminal).
         self.pty = PtySessions(
             PtyLimits(settings.pty_max_sessions, settings.pty_idle_timeout, settings.pty_buffer_bytes)
@@ -404,4 +407,5 @@ class ShellPlane:
         await self.pty.aclose()
         await self.terminals.aclose()
         await self.commands.aclose()
+        await self.programs.aclose()
         await self.close_all()

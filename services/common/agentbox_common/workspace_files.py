@@ -15,6 +15,11 @@ walk's ``lstat`` and again from ``fstat`` of the fd actually opened (with ``O_NO
 cannot block the worker). ``delete`` removes a symlink itself, never its target. Uploads go to a
 temporary file beside the target, renamed over it when complete.
 
+sandboxd's filesystem door uses the same walk for its root (:meth:`WorkspaceFiles.describe`,
+:meth:`~WorkspaceFiles.scan`, :meth:`~WorkspaceFiles.remove`, :meth:`~WorkspaceFiles.real_dir`), with
+one difference in how a path is read: an absolute path naming the root itself is taken relative to
+it (:func:`under_root`), as sandboxd's spec says.
+
 Every failure is a :class:`FileProblem` (a :class:`~agentbox_common.errors.PlaneError`) naming the
 path; its subclass says what went wrong (not found, changed meanwhile, too large, access denied, disk
 full) and each door answers it in its own terms.
@@ -23,11 +28,13 @@ The functions block: call them from a worker thread.
 
 from __future__ import annotations
 
+import builtins
 import errno
 import os
+import shutil
 import stat
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -70,6 +77,10 @@ class FileAccessDenied(Denied, FileProblem):
     """The file system refuses access (permissions)."""
 
 
+class DirectoryNotEmpty(Conflict, FileProblem):
+    """A directory to remove still holds entries, and the removal was not recursive."""
+
+
 class DiskFull(LimitReached, FileProblem):
     """No space (or quota) left for the write."""
 
@@ -84,6 +95,34 @@ class Entry:
     is_dir: bool
     #: Bytes, for files whose size could be read.
     size: int | None
+
+
+@dataclass(frozen=True)
+class Described:
+    """A path as seen through the symlinks inside the root: what sandboxd lists and probes."""
+
+    name: str
+    is_dir: bool
+    size: int
+    #: Seconds since the epoch (``st_mtime``).
+    modified: float
+    #: Permission bits (``0o644``).
+    mode: int
+
+
+def _described(name: str, st: os.stat_result) -> Described:
+    return Described(name, stat.S_ISDIR(st.st_mode), st.st_size, st.st_mtime, stat.S_IMODE(st.st_mode))
+
+
+def under_root(root: Path, path: str) -> str:
+    """``path`` as the walk reads it, where an absolute path inside ``root`` names that place (sandboxd
+    trims the root off ``/workspace/src/main.py``); every other path is relative to the root."""
+    prefix = str(root).rstrip("/")
+    if path == prefix:
+        return "."
+    if path.startswith(prefix + "/"):
+        return path[len(prefix) + 1 :]
+    return path
 
 
 @dataclass
@@ -336,18 +375,20 @@ class WorkspaceFiles:
 
         self._walk(path, writing, make_parents=True)
 
-    def begin_upload(self, path: str) -> PendingUpload:
-        """A temporary file beside ``path`` (parents created); ``commit`` puts it in place keeping
-        an existing file's permission bits."""
+    def begin_upload(self, path: str, mode: int | None = None) -> PendingUpload:
+        """A temporary file beside ``path`` (parents created); ``commit`` puts it in place with
+        ``mode``, or else keeping an existing file's permission bits."""
 
         def starting(dir_fd: int, name: str, st: os.stat_result | None) -> PendingUpload:
             if st is not None:
                 _check_regular(st, path)
+            if name == ".":
+                raise FileProblem(f"is a directory: {path}")
             temp_name = f".{name}.upload-{uuid.uuid4().hex[:12]}"
-            mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666
-            fd = os.open(temp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode, dir_fd=dir_fd)
-            if st is not None:
-                os.fchmod(fd, mode)  # whatever the umask, like the file it replaces
+            bits = mode if mode is not None else stat.S_IMODE(st.st_mode) if st is not None else 0o666
+            fd = os.open(temp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, bits, dir_fd=dir_fd)
+            if mode is not None or st is not None:
+                os.fchmod(fd, bits)  # whatever the umask: as asked, or like the file it replaces
             return PendingUpload(os.dup(dir_fd), name, temp_name, fd, path)
 
         return self._walk(path, starting, make_parents=True)
@@ -370,6 +411,122 @@ class WorkspaceFiles:
 
         self._walk(path, lambda _fd, _name, _st: None)  # refuses a link that leads outside
         self._walk(path, removing, follow_last=False)
+
+    def describe(self, path: str) -> Described:
+        """What ``path`` is, seen through symlinks inside the root."""
+
+        def describing(dir_fd: int, name: str, st: os.stat_result | None) -> Described:
+            if st is None:
+                raise WorkspaceFileNotFound(f"not found: {path}")
+            return _described(name, st)
+
+        return self._walk(path, describing)
+
+    def scan(self, path: str) -> builtins.list[Described]:
+        """A directory's entries sorted by name, described through their symlinks; a link that is
+        broken or leads outside the root is left out, as sandboxd lists."""
+
+        def scanning(dir_fd: int, name: str, st: os.stat_result | None) -> list[tuple[str, os.stat_result]]:
+            if st is None:
+                raise WorkspaceFileNotFound(f"not found: {path}")
+            if not stat.S_ISDIR(st.st_mode):
+                raise FileProblem(f"not a directory: {path}")
+            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=dir_fd)
+            try:
+                found = []
+                for child in os.listdir(fd):
+                    child_st = _lstat(child, fd)
+                    if child_st is not None:
+                        found.append((child, child_st))
+                return found
+            finally:
+                os.close(fd)
+
+        described: builtins.list[Described] = []
+        for child, st in self._walk(path, scanning):
+            if not stat.S_ISLNK(st.st_mode):
+                described.append(_described(child, st))
+                continue
+            try:  # the link's own walk: it must stay inside the root and lead somewhere
+                target = self.describe(f"{path.rstrip('/')}/{child}")
+            except FileProblem:
+                continue
+            described.append(Described(child, target.is_dir, target.size, target.modified, target.mode))
+        return sorted(described, key=lambda entry: entry.name)
+
+    def remove(self, path: str, *, recursive: bool) -> None:
+        """Remove a file, a symlink (not its target) or a directory: an empty one, or with
+        ``recursive`` everything in it (symlinks inside are removed, never followed). The root
+        itself is emptied with ``recursive``, never removed."""
+        root = os.stat(self.root)
+
+        def removing(dir_fd: int, name: str, st: os.stat_result | None) -> None:
+            if st is None:
+                raise WorkspaceFileNotFound(f"not found: {path}")
+            if name == "." and (st.st_dev, st.st_ino) == (root.st_dev, root.st_ino):
+                if not recursive:
+                    raise DirectoryNotEmpty("cannot delete the root; pass recursive=true to clear its contents")
+                fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY, dir_fd=dir_fd)
+                try:
+                    for child in os.listdir(fd):
+                        self._remove_entry(fd, child, recursive=True, path=path)
+                finally:
+                    os.close(fd)
+                return
+            if name == ".":  # a directory reached by "..": remove it by its name in its parent
+                parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=dir_fd)
+                try:
+                    here = os.fstat(dir_fd)
+                    match = [c for c in os.listdir(parent) if _same(_lstat(c, parent), here)]
+                    if not match:
+                        raise WorkspaceFileNotFound(f"not found: {path}")
+                    self._remove_entry(parent, match[0], recursive=recursive, path=path)
+                finally:
+                    os.close(parent)
+                return
+            self._remove_entry(dir_fd, name, recursive=recursive, path=path)
+
+        self._walk(path, lambda _fd, _name, _st: None)  # refuses a link that leads outside
+        self._walk(path, removing, follow_last=False)
+
+    @staticmethod
+    def _remove_entry(dir_fd: int, name: str, *, recursive: bool, path: str) -> None:
+        st = _lstat(name, dir_fd)
+        if st is None:
+            raise WorkspaceFileNotFound(f"not found: {path}")
+        try:
+            if not stat.S_ISDIR(st.st_mode):
+                os.unlink(name, dir_fd=dir_fd)
+            elif recursive:
+                shutil.rmtree(name, dir_fd=dir_fd)
+            else:
+                os.rmdir(name, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise WorkspaceFileNotFound(f"not found: {path}") from None
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise DirectoryNotEmpty(f"directory is not empty; pass recursive=true to remove it: {path}") from None
+            raise
+
+    def real_dir(self, path: str) -> str:
+        """The real path of the directory ``path`` (a working directory for a process)."""
+
+        def resolving(dir_fd: int, name: str, st: os.stat_result | None) -> str:
+            if st is None:
+                raise WorkspaceFileNotFound(f"not found: {path}")
+            if not stat.S_ISDIR(st.st_mode):
+                raise FileProblem(f"not a directory: {path}")
+            fd = os.open(name, _PATH_FLAGS | os.O_DIRECTORY, dir_fd=dir_fd)
+            try:
+                return os.readlink(f"/proc/self/fd/{fd}")
+            finally:
+                os.close(fd)
+
+        return self._walk(path, resolving)
+
+
+def _same(st: os.stat_result | None, other: os.stat_result) -> bool:
+    return st is not None and (st.st_dev, st.st_ino) == (other.st_dev, other.st_ino)
 
 
 def too_large(path: str, size: int, limit: int) -> FileProblem:
@@ -403,7 +560,7 @@ def read_at_most(fd: int, count: int) -> bytes:
     return b"".join(parts)
 
 
-def iter_chunks(opened: OpenedFile, chunk_size: int = 256 * 1024) -> Iterator[bytes]:
+def iter_chunks(opened: OpenedFile, chunk_size: int = 256 * 1024) -> Generator[bytes, None, None]:
     """The file's bytes up to the size it had when opened (a file that grows is not followed),
     closing it at the end."""
     remaining = opened.size
