@@ -115,14 +115,18 @@ def _described(name: str, st: os.stat_result) -> Described:
 
 
 def under_root(root: Path, path: str) -> str:
-    """``path`` as the walk reads it, where an absolute path inside ``root`` names that place (sandboxd
-    trims the root off ``/workspace/src/main.py``); every other path is relative to the root."""
+    """``path`` as sandboxd reads it, for the walk: ``..`` resolved by name first (``a/../../x``
+    escapes even when ``a`` does not exist), and an absolute path inside ``root`` naming that place
+    (``/workspace/src/main.py``); every other path is relative to the root."""
     prefix = str(root).rstrip("/")
-    if path == prefix:
-        return "."
-    if path.startswith(prefix + "/"):
-        return path[len(prefix) + 1 :]
-    return path
+    if path == prefix or path.startswith(prefix + "/"):
+        path = path[len(prefix) :]
+    if "\x00" in path:
+        return path  # refused by the walk
+    relative = os.path.normpath(path.lstrip("/"))
+    if relative == ".." or relative.startswith("../"):
+        raise escape(path)
+    return relative
 
 
 @dataclass

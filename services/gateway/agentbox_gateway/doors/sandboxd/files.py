@@ -95,14 +95,14 @@ class FilesDoor:
         self.ready = True
 
     def _path(self, request: Request) -> str:
-        return under_root(self.files.root, request.path_params["path"])
+        return under_root(self.files.root, request.path_params.get("path", ""))
 
     async def get(self, request: Request) -> Response:
         path = self._path(request)
         described = await anyio.to_thread.run_sync(self.files.describe, path)
         if described.is_dir:
             entries = await anyio.to_thread.run_sync(self.files.scan, path)
-            shown = request.path_params["path"]
+            shown = request.path_params.get("path", "")
             body = {"path": shown if shown.startswith("/") else f"/{shown}", "entries": [_entry(e) for e in entries]}
             return JSONResponse(body)
         opened: OpenedFile = await anyio.to_thread.run_sync(self.files.open_file, path)
@@ -185,9 +185,10 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 def files_app(door: FilesDoor) -> Starlette:
     """The REST app (its guard and access log are added by :mod:`.server`)."""
     routes = [
-        Route("/v1/files/{path:path}", door.get, methods=["GET", "HEAD"]),
-        Route("/v1/files/{path:path}", door.put, methods=["PUT"]),
-        Route("/v1/files/{path:path}", door.delete, methods=["DELETE"]),
+        # ``/v1/files`` too: a client that removes dot segments sends the root's ``/v1/files/.`` so.
+        *(Route(path, door.get, methods=["GET", "HEAD"]) for path in ("/v1/files/{path:path}", "/v1/files")),
+        *(Route(path, door.put, methods=["PUT"]) for path in ("/v1/files/{path:path}", "/v1/files")),
+        *(Route(path, door.delete, methods=["DELETE"]) for path in ("/v1/files/{path:path}", "/v1/files")),
         Route("/v1/health", door.health, methods=["GET"]),
         Route("/v1/metadata", door.metadata_route, methods=["GET"]),
     ]
