@@ -210,7 +210,9 @@ def test_the_sandboxes_secrets_are_not_in_a_commands_environment(sandboxd: Sandb
 def test_concurrent_runs_are_served_together(sandboxd: Sandboxd) -> None:
     results: list[Any] = []
     began = time.monotonic()
-    threads = [threading.Thread(target=lambda: results.append(sandboxd.commands.run("sleep 1; echo done"))) for _ in range(4)]
+    threads = [
+        threading.Thread(target=lambda: results.append(sandboxd.commands.run("sleep 1; echo done"))) for _ in range(4)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
