@@ -196,9 +196,34 @@ def _user(doctor: DoctorSettings) -> Check:
     return Check("user", False, True, detail)
 
 
+async def _sandboxd(settings: GatewaySettings) -> list[Check]:
+    """sandboxd's two listeners answer (``/v1/health``, a TCP connect to the gRPC port) and its root is
+    writable; one passing row when it is off."""
+    if not settings.sandboxd_enabled:
+        return [Check("sandboxd", False, True, "off (SANDBOXD_ENABLED=true serves it)")]
+    host = settings.sandboxd_host
+    host = "127.0.0.1" if host in ("", "0.0.0.0") else "::1" if host == "::" else host
+    shown = f"[{host}]" if ":" in host else host
+    health = f"http://{shown}:{settings.sandboxd_rest_port}/v1/health"
+    try:
+        async with httpx.AsyncClient(timeout=PROBE_TIMEOUT, verify=plain_http_only()) as client:
+            answer = await client.get(health)
+        rest = Check("sandboxd rest", False, answer.status_code == 200, f"{health}: {answer.status_code}")
+    except httpx.HTTPError as exc:
+        rest = Check("sandboxd rest", False, False, f"{health}: {type(exc).__name__}: {exc}")
+    where = f"{shown}:{settings.sandboxd_grpc_port}"
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, settings.sandboxd_grpc_port), PROBE_TIMEOUT)
+        writer.close()
+        grpc = Check("sandboxd grpc", False, True, f"{where} accepts connections")
+    except (OSError, TimeoutError) as exc:
+        grpc = Check("sandboxd grpc", False, False, f"{where}: {exc}")
+    return [rest, grpc, _writable("sandboxd root", settings.sandboxd_root, False)]
+
+
 async def run_checks(settings: GatewaySettings, doctor: DoctorSettings) -> list[Check]:
     """Every probe, concurrently; each is bounded by :data:`PROBE_TIMEOUT`."""
-    executables, (cdp, upstreams) = await asyncio.gather(
+    executables, (cdp, upstreams, sandboxd) = await asyncio.gather(
         asyncio.gather(
             _executable("bash", True, "sandbox_execute_bash and /v1/shell", "--version"),
             _executable("python3", True, "sandbox_execute_code python", "--version"),
@@ -206,9 +231,9 @@ async def run_checks(settings: GatewaySettings, doctor: DoctorSettings) -> list[
             _executable("npm", False, "sandbox_get_packages nodejs", "--version"),
             _executable("rg", False, "listed as a search tool in sandbox_get_context", "--version"),
         ),
-        asyncio.gather(_cdp(settings.cdp_url), _upstreams(settings, doctor.gateway_url)),
+        asyncio.gather(_cdp(settings.cdp_url), _upstreams(settings, doctor.gateway_url), _sandboxd(settings)),
     )
-    checks = [_user(doctor), *executables, *_filesystem_checks(settings), cdp, *upstreams]
+    checks = [_user(doctor), *executables, *_filesystem_checks(settings), cdp, *upstreams, *sandboxd]
     return [replace(check, detail=redact(check.detail)) for check in checks]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -17,6 +18,7 @@ import pytest
 from k8s_agent_sandbox.commands._process_stubs import process_pb2 as pb
 from k8s_agent_sandbox.commands._process_stubs import process_pb2_grpc
 
+from tests.gateway.test_doctor import bin_with, checks, doctor
 from tests.support.jsonrpc import call_tool, tool_text
 from tests.support.polling import until
 
@@ -234,3 +236,17 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_doctor_checks_both_listeners(sandboxd: Sandboxd, tmp_path: Path) -> None:
+    grpc_port = sandboxd.grpc_target.rpartition(":")[2]
+    rest_port = sandboxd.rest.rpartition(":")[2]
+    env = {"SANDBOXD_GRPC_PORT": grpc_port, "SANDBOXD_REST_PORT": rest_port, "SANDBOXD_ROOT_DIR": str(sandboxd.root)}
+    path = bin_with(tmp_path, "bash", "python3")
+    found = checks(doctor(path, tmp_path, "--json", SANDBOXD_ENABLED="true", **env))
+    assert all(found[name]["ok"] for name in ("sandboxd rest", "sandboxd grpc", "sandboxd root")), found
+    off = checks(
+        doctor(path, tmp_path, "--json", SANDBOXD_ENABLED="true", SANDBOXD_GRPC_PORT="9", SANDBOXD_REST_PORT="9")
+    )
+    assert not off["sandboxd rest"]["ok"] and not off["sandboxd grpc"]["ok"]
+    assert checks(doctor(path, tmp_path, "--json"))["sandboxd"]["ok"]
