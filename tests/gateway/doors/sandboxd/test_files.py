@@ -76,7 +76,7 @@ def test_put_applies_mode(sandboxd: Sandboxd, workdir: str) -> None:
     assert (sandboxd.root / workdir / "run.sh").stat().st_mode & 0o777 == 0o755
 
 
-@pytest.mark.parametrize("mode", ["755", "0999", "07555", "rw"])
+@pytest.mark.parametrize("mode", ["755", "0999", "07555", "rw", ""])
 def test_an_invalid_mode_is_refused(sandboxd: Sandboxd, workdir: str, mode: str) -> None:
     answer = httpx.put(url(sandboxd, f"{workdir}/x"), params={"mode": mode}, content=b"x")
     assert (answer.status_code, answer.json()["code"]) == (400, "INVALID_ARGUMENT")
@@ -180,7 +180,7 @@ def test_a_recursive_delete_removes_links_not_their_targets(sandboxd: Sandboxd, 
     assert (keep / "precious.txt").read_text() == "keep me"
 
 
-@pytest.mark.parametrize("value", ["yes", "2", "TRUe"])
+@pytest.mark.parametrize("value", ["yes", "2", "TRUe", ""])
 def test_an_invalid_recursive_is_refused(sandboxd: Sandboxd, workdir: str, value: str) -> None:
     answer = httpx.delete(url(sandboxd, workdir), params={"recursive": value})
     assert (answer.status_code, answer.json()["code"]) == (400, "INVALID_ARGUMENT")

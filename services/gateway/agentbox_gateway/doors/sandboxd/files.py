@@ -97,6 +97,13 @@ class FilesDoor:
     def _path(self, request: Request) -> str:
         return under_root(self.files.root, request.path_params.get("path", ""))
 
+    async def files_route(self, request: Request) -> Response:
+        if request.method == "PUT":
+            return await self.put(request)
+        if request.method == "DELETE":
+            return await self.delete(request)
+        return await self.get(request)
+
     async def get(self, request: Request) -> Response:
         path = self._path(request)
         described = await anyio.to_thread.run_sync(self.files.describe, path)
@@ -119,9 +126,9 @@ class FilesDoor:
 
     async def put(self, request: Request) -> Response:
         raw_mode = request.query_params.get("mode")
-        if raw_mode is not None and raw_mode != "" and not _MODE.match(raw_mode):
+        if raw_mode is not None and not _MODE.match(raw_mode):
             return error_response(400, "INVALID_ARGUMENT", f"mode {raw_mode!r} must match ^0[0-7]{{3}}$")
-        mode = int(raw_mode, 8) if raw_mode else 0o644
+        mode = int(raw_mode, 8) if raw_mode is not None else 0o644
         path = self._path(request)
         upload: PendingUpload = await anyio.to_thread.run_sync(self.files.begin_upload, path, mode)
         try:
@@ -144,10 +151,10 @@ class FilesDoor:
         return Response(status_code=204)
 
     async def delete(self, request: Request) -> Response:
-        raw = request.query_params.get("recursive", "")
-        if raw and raw not in _BOOLEANS:
+        raw = request.query_params.get("recursive")
+        if raw is not None and raw not in _BOOLEANS:
             return error_response(400, "INVALID_ARGUMENT", f"recursive {raw!r} must be a boolean")
-        recursive = _BOOLEANS.get(raw, False)
+        recursive = raw is not None and _BOOLEANS[raw]
         path = self._path(request)
         await anyio.to_thread.run_sync(lambda: self.files.remove(path, recursive=recursive))
         return Response(status_code=204)
@@ -184,11 +191,10 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 
 def files_app(door: FilesDoor) -> Starlette:
     """The REST app (its guard and access log are added by :mod:`.server`)."""
+    methods = ["GET", "HEAD", "PUT", "DELETE"]  # one route per path, so a 405's Allow names them all
     routes = [
         # ``/v1/files`` too: a client that removes dot segments sends the root's ``/v1/files/.`` so.
-        *(Route(path, door.get, methods=["GET", "HEAD"]) for path in ("/v1/files/{path:path}", "/v1/files")),
-        *(Route(path, door.put, methods=["PUT"]) for path in ("/v1/files/{path:path}", "/v1/files")),
-        *(Route(path, door.delete, methods=["DELETE"]) for path in ("/v1/files/{path:path}", "/v1/files")),
+        *(Route(path, door.files_route, methods=methods) for path in ("/v1/files/{path:path}", "/v1/files")),
         Route("/v1/health", door.health, methods=["GET"]),
         Route("/v1/metadata", door.metadata_route, methods=["GET"]),
     ]
