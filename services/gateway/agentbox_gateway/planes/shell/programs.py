@@ -19,9 +19,12 @@ import os
 import select
 import signal
 import struct
+import subprocess
 import termios
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+
+import anyio.to_thread
 
 from agentbox_common.processes import kill_process_group, sandbox_environment
 
@@ -80,10 +83,12 @@ class Executed:
 class Program:
     """One started program: its output as events (:meth:`events`), its stdin, its signals."""
 
-    def __init__(self, number: int, process: asyncio.subprocess.Process, terminal_fd: int | None) -> None:
+    def __init__(self, number: int, spawned: Spawned) -> None:
         self.number = number
-        self.process = process
-        self._terminal_fd = terminal_fd
+        self.process = spawned.process
+        self._outputs = spawned.outputs
+        self._stdin = spawned.stdin
+        self._terminal = spawned.terminal
         self._events: asyncio.Queue[Output | Exited] = asyncio.Queue()
         self.exit_code: int | None = None
 
@@ -101,24 +106,21 @@ class Program:
 
     async def write(self, data: bytes) -> None:
         """Feed stdin (the terminal's input with a PTY)."""
-        if self._terminal_fd is not None:
-            await asyncio.get_running_loop().run_in_executor(None, _write_all, self._terminal_fd, data)
-            return
-        stdin = self.process.stdin
-        if stdin is None or stdin.is_closing():
+        fd = self._stdin
+        if fd is None:
             raise InvalidRequest(f"process {self.number}: stdin is closed")
-        stdin.write(data)
-        with contextlib.suppress(ConnectionError):
-            await stdin.drain()
+        try:
+            await anyio.to_thread.run_sync(_write_all, fd, data)
+        except BrokenPipeError:
+            raise InvalidRequest(f"process {self.number} no longer reads its stdin") from None
 
     async def close_stdin(self) -> None:
         """End of input: the pipe is closed; a terminal gets its EOF character (``^D``)."""
-        if self._terminal_fd is not None:
+        if self._terminal is not None:
             await self.write(b"\x04")
-            return
-        stdin = self.process.stdin
-        if stdin is not None and not stdin.is_closing():
-            stdin.close()
+        elif self._stdin is not None:
+            os.close(self._stdin)
+            self._stdin = None
 
     def signal(self, sig: int) -> None:
         """Send ``sig`` to the program's process group (a finished program: nothing)."""
@@ -126,21 +128,15 @@ class Program:
             kill_process_group(self.process.pid, sig)
 
     def resize(self, cols: int, rows: int) -> None:
-        if self._terminal_fd is None or not self.running:
+        if self._terminal is None or not self.running:
             raise NoTerminal(f"process {self.number} is completed or has no terminal")
-        _set_size(self._terminal_fd, cols, rows)
+        _set_size(self._terminal, cols, rows)
 
     async def _pump(self, on_end: Callable[[], None]) -> None:
-        """Read its output until both streams end, wait for it, then close its terminal."""
-        readers = []
-        if self._terminal_fd is not None:
-            readers.append(asyncio.create_task(self._read_terminal(self._terminal_fd)))
-        else:
-            assert self.process.stdout is not None and self.process.stderr is not None
-            readers.append(asyncio.create_task(self._read_pipe(self.process.stdout, stderr=False)))
-            readers.append(asyncio.create_task(self._read_pipe(self.process.stderr, stderr=True)))
+        """Read its output until each stream ends, wait for its exit, then close what it held."""
+        readers = [asyncio.create_task(self._read(fd, stderr)) for fd, stderr in self._outputs]
         try:
-            returncode = await self.process.wait()
+            returncode = await _exited(self.process)
             # Output written before the exit is still in the pipes; a child left running that holds
             # them open must not hold the end back for ever.
             _, pending = await asyncio.wait(readers, timeout=DRAIN_GRACE)
@@ -150,20 +146,16 @@ class Program:
         finally:
             for reader in readers:
                 reader.cancel()
-            if self._terminal_fd is not None:
+            owned = {fd for fd, _ in self._outputs} | ({self._stdin} if self._stdin is not None else set())
+            for fd in owned:  # a terminal's one descriptor is its output and its input
                 with contextlib.suppress(OSError):
-                    asyncio.get_running_loop().remove_reader(self._terminal_fd)
-                os.close(self._terminal_fd)
-                self._terminal_fd = None
+                    os.close(fd)
+            self._stdin = self._terminal = None
             on_end()
             self._events.put_nowait(Exited(self.exit_code if self.exit_code is not None else -1))
 
-    async def _read_pipe(self, stream: asyncio.StreamReader, *, stderr: bool) -> None:
-        while chunk := await stream.read(CHUNK_SIZE):
-            self._events.put_nowait(Output(chunk, stderr))
-
-    async def _read_terminal(self, fd: int) -> None:
-        """The terminal's output until the last process holding it goes (EIO)."""
+    async def _read(self, fd: int, stderr: bool) -> None:
+        """One output until its end (EOF of a pipe; EIO once no process holds a terminal)."""
         loop = asyncio.get_running_loop()
         readable = asyncio.Event()
         loop.add_reader(fd, readable.set)
@@ -175,11 +167,11 @@ class Program:
                     chunk = os.read(fd, CHUNK_SIZE)
                 except BlockingIOError:
                     continue
-                except OSError:  # EIO: no process has the terminal open any more
+                except OSError:
                     return
                 if not chunk:
                     return
-                self._events.put_nowait(Output(chunk))
+                self._events.put_nowait(Output(chunk, stderr))
         finally:
             with contextlib.suppress(OSError, ValueError):
                 loop.remove_reader(fd)
@@ -219,11 +211,11 @@ class Programs:
             )
         self._starting += 1
         try:
-            process, terminal_fd = await _spawn(request)
+            spawned = await _spawn(request)
         finally:
             self._starting -= 1
         number = next(self._numbers)
-        program = Program(number, process, terminal_fd)
+        program = Program(number, spawned)
         self._running[number] = program
         pump = asyncio.get_running_loop().create_task(program._pump(lambda: self._forget(number)))
         self._pumps.add(pump)
@@ -272,41 +264,26 @@ class Programs:
                 await asyncio.wait(pending, timeout=2.0)
 
 
-async def _spawn(request: ProgramRequest) -> tuple[asyncio.subprocess.Process, int | None]:
+@dataclass
+class Spawned:
+    """A started process and the descriptors the gateway keeps of it (non-blocking, close-on-exec)."""
+
+    process: subprocess.Popen[bytes]
+    #: What it writes: (fd, is stderr).
+    outputs: list[tuple[int, bool]]
+    stdin: int | None
+    terminal: int | None = None
+
+
+async def _spawn(request: ProgramRequest) -> Spawned:
+    """Start the program with the standard library's spawn (``vfork``: cheap however large the gateway
+    is; the event loop's own spawn forks, some 10 ms in the gateway), or, for a terminal, in a worker
+    thread (it needs a ``preexec_fn``, so a full fork)."""
     env = sandbox_environment(extra=request.env)
     try:
         if request.terminal is None:
-            process = await asyncio.create_subprocess_exec(
-                *request.argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=env,
-                cwd=request.cwd,
-                start_new_session=True,
-            )
-            return process, None
-        master, slave = os.openpty()
-        try:
-            os.set_blocking(master, False)
-            cols, rows = request.terminal
-            if cols and rows:
-                _set_size(master, cols, rows)
-            process = await asyncio.create_subprocess_exec(
-                *request.argv,
-                stdin=slave,
-                stdout=slave,
-                stderr=slave,
-                env={"TERM": "xterm-256color", **env},
-                cwd=request.cwd,
-                preexec_fn=functools.partial(_take_terminal, slave),
-            )
-        except BaseException:
-            os.close(master)
-            raise
-        finally:
-            os.close(slave)
-        return process, master
+            return _spawn_with_pipes(request, env)
+        return await anyio.to_thread.run_sync(_spawn_with_terminal, request, {"TERM": "xterm-256color", **env})
     except FileNotFoundError as exc:
         raise ProgramNotFound(f"command or path not found: {exc.filename or request.argv[0]}") from None
     except PermissionError as exc:
@@ -315,9 +292,75 @@ async def _spawn(request: ProgramRequest) -> tuple[asyncio.subprocess.Process, i
         raise ProgramUnavailable(f"cannot start {request.argv[0]}: {exc.strerror or exc}") from None
 
 
+def _spawn_with_pipes(request: ProgramRequest, env: dict[str, str]) -> Spawned:
+    stdin_read, stdin_write = os.pipe2(os.O_CLOEXEC)
+    out_read, out_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    err_read, err_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    os.set_blocking(out_write, True)
+    os.set_blocking(err_write, True)
+    try:
+        process = subprocess.Popen(
+            request.argv,
+            stdin=stdin_read,
+            stdout=out_write,
+            stderr=err_write,
+            env=env,
+            cwd=request.cwd,
+            start_new_session=True,
+        )
+    except BaseException:
+        for fd in (stdin_write, out_read, err_read):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (stdin_read, out_write, err_write):
+            os.close(fd)
+    return Spawned(process, [(out_read, False), (err_read, True)], stdin_write)
+
+
+def _spawn_with_terminal(request: ProgramRequest, env: dict[str, str]) -> Spawned:
+    master, slave = os.openpty()
+    try:
+        os.set_blocking(master, False)
+        cols, rows = request.terminal or (0, 0)
+        if cols and rows:
+            _set_size(master, cols, rows)
+        process = subprocess.Popen(
+            request.argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            cwd=request.cwd,
+            preexec_fn=functools.partial(_take_terminal, slave),
+        )
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)
+    return Spawned(process, [(master, False)], master, master)
+
+
+async def _exited(process: subprocess.Popen[bytes]) -> int:
+    """Its exit status once it ends, told by its pidfd (no thread, no SIGCHLD handler of ours)."""
+    pidfd = os.pidfd_open(process.pid)
+    loop = asyncio.get_running_loop()
+    ended = asyncio.Event()
+    loop.add_reader(pidfd, ended.set)
+    try:
+        while (returncode := process.poll()) is None:
+            await ended.wait()
+            ended.clear()
+        return returncode
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+
+
 def _take_terminal(terminal: int) -> None:
-    """``preexec_fn``: a new session whose controlling terminal is the PTY. By its descriptor, not
-    fd 0: uvloop calls this before it moves the child's stdio in place."""
+    """``preexec_fn``: a new session whose controlling terminal is the PTY (by its descriptor, which
+    stays right whatever order the child's stdio is set up in)."""
     os.setsid()
     fcntl.ioctl(terminal, termios.TIOCSCTTY, 0)
 
