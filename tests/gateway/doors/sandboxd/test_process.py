@@ -6,6 +6,7 @@ limit as the rest of the sandbox, and a caller that goes away taking its process
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from tests.gateway.test_doctor import bin_with, checks, doctor
 from tests.support.jsonrpc import call_tool, tool_text
 from tests.support.polling import until
 
-from .conftest import Sandboxd, user_name
+from .conftest import Sandboxd, sandboxd_gateway, user_name
 
 
 @pytest.fixture(scope="module")
@@ -250,3 +251,18 @@ def test_doctor_checks_both_listeners(sandboxd: Sandboxd, tmp_path: Path) -> Non
     )
     assert not off["sandboxd rest"]["ok"] and not off["sandboxd grpc"]["ok"]
     assert checks(doctor(path, tmp_path, "--json"))["sandboxd"]["ok"]
+
+
+def test_stopping_the_gateway_stops_its_processes(tmp_path: Path) -> None:
+    """The gateway stopped while a ``Start`` stream is open (its client still connected): the process
+    and what it started in the background are gone."""
+    root = tmp_path / "workspace"
+    with contextlib.ExitStack() as stack:
+        with sandboxd_gateway(root) as served:
+            channel = stack.enter_context(grpc.insecure_channel(served.grpc_target))
+            stub = process_pb2_grpc.ProcessServiceStub(channel)
+            _stream = start(stub, ["sh", "-c", f"sleep 60 & echo $! > {root}/child; exec sleep 60"])  # kept open
+            until(lambda: (root / "child").exists() and (root / "child").read_text().strip(), 10)
+            child = int((root / "child").read_text())
+            assert _alive(child)
+        until(lambda: not _alive(child), 15)
