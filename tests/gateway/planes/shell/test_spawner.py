@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,10 @@ from tests.gateway.planes.shell.test_warm_spare import alive
 from tests.support.polling import eventually
 
 pytestmark = pytest.mark.anyio
+
+
+def environ_of(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/environ").read_bytes()
 
 
 @pytest.fixture
@@ -47,3 +52,14 @@ async def test_a_lost_fork_server_ends_its_shells_and_the_next_command_gets_a_fr
     again = await session.start("echo $$")
     await again.wait()
     assert again.exit_code == 0 and int(again.output.text()) != pid
+
+
+async def test_the_fork_server_holds_none_of_the_gateway_s_secrets(
+    plane: ShellPlane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIO_API_KEY", "fork-server-secret")
+    record = await plane.run("echo ${AIO_API_KEY:-none}")
+    assert record.output.text() == "none\n"
+    server = plane._spawner._server
+    assert server is not None
+    assert b"fork-server-secret" not in environ_of(server.pid)

@@ -21,6 +21,7 @@ import signal
 import socket
 import struct
 
+_PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
 #: What Python or this server changed and a shell must not inherit (``exec`` keeps ignored signals).
@@ -88,6 +89,8 @@ def _reap(server: socket.socket) -> None:
 
 
 def main() -> None:
+    if _prctl is not None:  # as the gateway is: sandbox commands of its user may not ptrace it
+        _prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the gateway's to handle
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)

@@ -146,7 +146,10 @@ class Spawner:
                 ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
                 try:
                     self._server = await asyncio.create_subprocess_exec(
-                        _PYTHON, "-I", "-S", "-X", "utf8", str(_FORKSERVER), stdin=theirs.fileno()
+                        _PYTHON,
+                        *("-I", "-S", "-X", "utf8", str(_FORKSERVER)),
+                        stdin=theirs.fileno(),
+                        env={},  # none of the gateway's secrets (each shell's environment comes with it)
                     )
                 except OSError as exc:
                     ours.close()
