@@ -26,8 +26,9 @@ LIMIT_TEXT = f"limit {MAX_SESSIONS}"
 
 
 def bash_children() -> list[int]:
-    """Live bash processes whose parent is this process (the in-process gateway's shells)."""
-    found = []
+    """Live bash processes started for this process (the in-process gateway's shells): its children,
+    or children of its children (the shell plane's fork server)."""
+    processes = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -37,9 +38,10 @@ def bash_children() -> list[int]:
             continue
         command = data[data.index(b"(") + 1 : data.rindex(b")")]
         fields = data[data.rindex(b")") + 2 :].split()
-        if command == b"bash" and fields[0] != b"Z" and int(fields[1]) == os.getpid():
-            found.append(int(name))
-    return found
+        if fields[0] != b"Z":
+            processes.append((int(name), int(fields[1]), command))
+    ours = {os.getpid()} | {pid for pid, parent, _ in processes if parent == os.getpid()}
+    return [pid for pid, parent, command in processes if command == b"bash" and parent in ours]
 
 
 def open_fds() -> int:
@@ -48,18 +50,22 @@ def open_fds() -> int:
 
 @contextlib.asynccontextmanager
 async def session_counts(gateway: str) -> AsyncIterator[list[int]]:
-    """Samples ``total_sessions`` every 20 ms while the block runs."""
+    """Samples ``total_sessions`` every 20 ms while the block runs, from a first sample taken before
+    it starts (the first ``/v1`` call builds the REST door, which may take longer than the block)."""
     seen: list[int] = []
+    first = asyncio.Event()
 
     async def sample() -> None:
         async with httpx.AsyncClient(base_url=gateway, timeout=30) as http:
             while True:
                 stats = (await http.get("/v1/shell/sessions/stats")).json()["data"]
                 seen.append(stats["total_sessions"])
+                first.set()
                 await asyncio.sleep(0.02)
 
     task = asyncio.create_task(sample())
     try:
+        await asyncio.wait_for(first.wait(), 30)
         yield seen
     finally:
         task.cancel()

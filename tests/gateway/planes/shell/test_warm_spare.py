@@ -13,6 +13,7 @@ import pytest
 
 from agentbox_gateway.planes.shell import ShellPlane
 from agentbox_gateway.planes.shell.commands import CommandRequest
+from agentbox_gateway.planes.shell.session import ShellSession
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.polling import eventually
 
@@ -159,3 +160,28 @@ async def test_a_command_in_a_shell_of_its_own_takes_the_spare(plane: ShellPlane
     assert started_at(int(command.record.stdout.text())) < asked - 0.2, "its bash was started on demand"
     assert command.session_id is None and command.session not in plane.sessions()
     assert await eventually(lambda: plane.spare_ready), "the spare taken was not replaced"
+
+
+async def test_back_to_back_one_off_sessions_each_take_a_warm_bash(
+    plane: ShellPlane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """REST exec without an id, call after call: none starts a bash of its own; each takes the spare
+    its predecessor's call set on its way (issue 30: this one started cold, 5x MCP's time)."""
+    taken: list[ShellSession] = []
+    adopt = ShellSession.adopt
+
+    def spy(session: ShellSession, session_id: str, *, auto: bool, no_change_timeout: int) -> None:
+        taken.append(session)
+        adopt(session, session_id, auto=auto, no_change_timeout=no_change_timeout)
+
+    monkeypatch.setattr(ShellSession, "adopt", spy)
+    await plane.create_session("first")  # the first new session starts the first spare
+    made = []
+    for _ in range(10):
+        session = await plane.session_or_create(None)
+        record = await session.start("echo hi")
+        plane.release_when_done(session, record)
+        await record.wait()
+        assert record.output.text() == "hi\n"
+        made.append(session)
+    assert taken[-10:] == made, "a back-to-back new session started its own bash"

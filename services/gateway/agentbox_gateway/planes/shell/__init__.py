@@ -2,10 +2,11 @@
 ``/v1/bash``.
 
 Modules: ``plane`` (the session registry and its API), ``session`` (one session and its bash),
-``bash`` (what is written to bash and the end markers read back), ``processes`` (what a kill hits),
-``record`` (one command), ``detached`` (apps that outlive sessions), ``output`` (bounded output
-buffers), ``terminal`` (interactive PTY shells for people), ``pty`` (named terminals that outlive
-their sockets, ``/v2/pty``), ``history`` (a terminal's retained output), ``errors``."""
+``bash`` (what is written to bash and the end markers read back), ``spawner`` and ``forkserver``
+(shells started by a small process of their own, not by forking the gateway), ``processes`` (what a
+kill hits), ``record`` (one command), ``detached`` (apps that outlive sessions), ``output`` (bounded
+output buffers), ``terminal`` (interactive PTY shells for people), ``pty`` (named terminals that
+outlive their sockets, ``/v2/pty``), ``history`` (a terminal's retained output), ``errors``."""
 
 from .bash import bash_quote, resolve_dir
 from .detached import DetachedApp

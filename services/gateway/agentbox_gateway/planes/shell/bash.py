@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import cast
 
 from .errors import InvalidRequest, ShellUnavailable
+from .spawner import ShellProcess
 
 MARK = b"\0\x1fAB"
 MARK_END = b"\x1f\0"
@@ -149,7 +150,7 @@ class BashShell:
     """One bash process of a session (a session outlives its shells when one has to be replaced)."""
 
     def __init__(self) -> None:
-        self.transport: asyncio.SubprocessTransport | None = None
+        self.transport: ShellProcess | None = None
         self.pid = 0
         self.exited = False
         self.scan = {1: bytearray(), 2: bytearray()}

@@ -27,6 +27,7 @@ from .programs import Programs
 from .pty import PtyLimits, PtySessions
 from .record import CommandRecord
 from .session import DEFAULT_NO_CHANGE_TIMEOUT, ShellSession
+from .spawner import Spawner
 from .terminal import Terminals
 
 DEFAULT_SESSION_ID = "default"
@@ -41,9 +42,9 @@ DEFAULT_TOOL_TIMEOUT = 30
 IMPLICIT_SESSION_GRACE = 30.0
 #: The placeholder name of the warm spare shell until a new session takes it over.
 _SPARE_ID = "spare"
-#: A taken spare is replaced this long after, not at once: starting bash forks the gateway in its event
-#: loop, which would otherwise delay the very command the spare was taken for.
-SPARE_REFILL_DELAY = 0.05
+#: A taken spare is replaced this long after, so that starting its successor does not compete for the
+#: CPU with the command it was taken for; a new session arriving sooner starts it at once.
+SPARE_REFILL_DELAY = 0.005
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -84,8 +85,10 @@ class ShellPlane:
         self.session_timeout = session_timeout
         self.implicit_grace = implicit_grace
         self._sessions: dict[str, ShellSession] = {}
+        #: Starts the shells (a fork server: forking the gateway itself would stall its event loop).
+        self._spawner = Spawner()
         #: A started bash not yet anybody's session, handed to the next new one in the home
-        #: directory and replaced in the background, as the Python fork server keeps a child ready.
+        #: directory and replaced in the background (a new session that comes first waits for it).
         self._spare: ShellSession | None = None
         self._spare_timer: asyncio.TimerHandle | None = None
         self._spare_task: asyncio.Task[None] | None = None
@@ -193,6 +196,8 @@ class ShellPlane:
         start_dir = home
         if cwd:
             start_dir = resolve_dir(home, cwd)
+        if not env and not preserve_symlinks and start_dir == home:
+            await self._spare_arrived()
         # No await from here to the registration: concurrent creations cannot exceed the limit.
         if session_id is not None and session_id in self._sessions:
             raise SessionExists(f"shell session {session_id!r} already exists")
@@ -207,6 +212,7 @@ class ShellPlane:
             session = ShellSession(
                 session_id,
                 start_dir,
+                spawner=self._spawner,
                 auto=auto,
                 preserve_symlinks=preserve_symlinks,
                 no_change_timeout=no_change_timeout,
@@ -230,14 +236,24 @@ class ShellPlane:
 
     async def own_shell(self, name: str) -> ShellSession:
         """A shell for one command (``/v2/commands`` without a session), registered nowhere: the
-        warm spare when one is ready, else a new bash in the home directory. Its user closes it."""
+        warm spare when one is ready or on its way, else a new bash in the home directory. Its user
+        closes it."""
+        await self._spare_arrived()
         session = self._take_spare(str(Path.home()), False)
         if session is not None:
             session.adopt(name, auto=True, no_change_timeout=DEFAULT_NO_CHANGE_TIMEOUT)
         else:
-            session = ShellSession(name, str(Path.home()), auto=True)
+            session = ShellSession(name, str(Path.home()), spawner=self._spawner, auto=True)
         self._warm_spare()
         return session
+
+    async def _spare_arrived(self) -> None:
+        """Let a spare on its way arrive: the fork server was asked for it before any bash this
+        caller could ask for, so taking it is never slower than starting one."""
+        if self._spare is None and self._spare_timer is not None:
+            self._refill_now()
+        if self._spare is None and self._spare_task is not None:
+            await asyncio.wait([self._spare_task])
 
     def _take_spare(self, start_dir: str, preserve_symlinks: bool) -> ShellSession | None:
         """The warm spare, when it suits a new session: a live bash in ``start_dir`` with the
@@ -255,8 +271,10 @@ class ShellPlane:
         self._spare_timer = asyncio.get_running_loop().call_later(SPARE_REFILL_DELAY, self._refill_now)
 
     def _refill_now(self) -> None:
-        self._spare_timer = None
-        if not self._closed and self._spare is None:
+        if self._spare_timer is not None:
+            self._spare_timer.cancel()
+            self._spare_timer = None
+        if not self._closed and self._spare is None and self._spare_task is None:
             self._spare_task = asyncio.get_running_loop().create_task(self._start_spare())
 
     def _spawn(self, tasks: set[asyncio.Task[None]], coro: Coroutine[Any, Any, None]) -> None:
@@ -275,7 +293,7 @@ class ShellPlane:
             await spare.close(kill_jobs=True)
 
     async def _start_spare(self) -> None:
-        spare = ShellSession(_SPARE_ID, str(Path.home()), auto=True)
+        spare = ShellSession(_SPARE_ID, str(Path.home()), spawner=self._spawner, auto=True)
         try:
             await spare.ensure_shell()
         except Exception:  # no bash, no room for a process: new sessions start cold and say why
@@ -409,3 +427,4 @@ class ShellPlane:
         await self.commands.aclose()
         await self.programs.aclose()
         await self.close_all()
+        await self._spawner.aclose()

@@ -1,14 +1,13 @@
 """Finding what a shell started (in /proc), so a kill spares the session and earlier jobs but misses
 nothing, not even a process that left the shell's kernel session with ``setsid``.
 
-Each shell is a child subreaper (``PR_SET_CHILD_SUBREAPER``, kept across ``execve``): a process that
+Each shell is a child subreaper (``PR_SET_CHILD_SUBREAPER``, set by :mod:`.forkserver`): a process that
 outlives its parent is re-parented to the shell instead of to init, so everything a session started
 stays below its shell in the process tree, whatever session or group it moved to."""
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import time
@@ -20,17 +19,8 @@ from agentbox_common.processes import kill_process_group
 from .record import CommandRecord
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-_PR_SET_CHILD_SUBREAPER = 36
-#: Resolved once in the gateway: the forked child must only make the call (None: not Linux).
-_prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
 #: Rounds of "find, kill" before giving up on a tree that keeps forking.
 KILL_ROUNDS = 20
-
-
-def become_subreaper() -> None:
-    """``preexec_fn`` of a shell: adopt orphaned descendants (see the module docstring)."""
-    if _prctl is not None:
-        _prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 @dataclass(frozen=True)

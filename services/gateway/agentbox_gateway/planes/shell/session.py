@@ -41,8 +41,9 @@ from .bash import (
     resolve_dir,
 )
 from .errors import CommandNotFound, InvalidRequest, SessionBusy, SessionNotFound, ShellUnavailable
-from .processes import become_subreaper, boot_ticks, command_targets, kill_everything, signal_all
+from .processes import boot_ticks, command_targets, kill_everything, signal_all
 from .record import CommandRecord
+from .spawner import Spawner
 from .stdin import CommandInput
 
 #: ``/v1/shell``: a command with no new output for this long returns ``no_change_timeout`` (still running).
@@ -68,6 +69,7 @@ class ShellSession:
         session_id: str,
         cwd: str,
         *,
+        spawner: Spawner,
         auto: bool,
         preserve_symlinks: bool = False,
         no_change_timeout: int = DEFAULT_NO_CHANGE_TIMEOUT,
@@ -78,6 +80,7 @@ class ShellSession:
                 raise InvalidRequest(f"invalid environment variable name: {name!r}")
         self.session_id = session_id
         self.cwd = cwd
+        self._spawner = spawner
         #: Created implicitly (exec without a session, ``new_session``): may be evicted when full.
         self.auto = auto
         #: Named by its caller or looked up by id since: not closed when its command ends.
@@ -177,26 +180,16 @@ class ShellSession:
         # Pipes, not a terminal: let Python programs' progress reach the session as it is printed.
         env.setdefault("PYTHONUNBUFFERED", "1")
         shell = self._shell = BashShell()
-        loop = asyncio.get_running_loop()
         try:
-            transport, _ = await loop.subprocess_exec(
-                lambda: BashProtocol(shell, self._on_data, self._on_exit),
-                bash,
-                "--noprofile",
-                "--norc",
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+            transport = await self._spawner.spawn(
+                BashProtocol(shell, self._on_data, self._on_exit),
+                [bash, "--noprofile", "--norc"],
                 cwd=cwd,
                 env=env,
-                start_new_session=True,
-                preexec_fn=become_subreaper,
             )
-        except BaseException as exc:
+        except BaseException:
             if self._shell is shell:
                 self._shell = None
-            if isinstance(exc, OSError):
-                raise ShellUnavailable(f"cannot start bash: {exc}") from exc
             raise
         shell.transport = transport
         shell.pid = transport.get_pid()
