@@ -12,7 +12,9 @@ does the same once with ``DISABLE_BROWSER=true`` and once with ``BROWSER_START_M
 With ``--baseline IMAGE`` (an earlier build), that image is cold-started in the same rounds.
 Interleaved with those starts, the floor: the same image running only ``python3 -m http.server`` on the
 gateway's port, so Docker's own cost of creating, networking and starting a container (most of a second
-on a small machine) is printed beside agentbox's. Results go to bench/results/image.json and are printed
+on a small machine) is printed beside agentbox's; and the SDK's floor: the same image running only a
+one-tool ``MCPServer`` of the official MCP SDK (the least any server built on the SDK can do), timed to
+its first ``tools/list``. Results go to bench/results/image.json and are printed
 beside the previous run's figures when that file exists.
 """
 
@@ -41,6 +43,7 @@ TARGETS = {
 LABELS = {
     "image_size_mib": "image size (MiB)",
     "floor_ready_s": "floor: docker run -> http.server answers (s, median)",
+    "sdk_floor_tools_s": "SDK floor: docker run -> one-tool MCPServer tools/list (s, median)",
     "api_ready_s": "docker run -> /health 200 (s, median)",
     "ready_s": "docker run -> /ready 200 (s, median)",
     "all_tools_s": "docker run -> tools/list has every tool (s, median)",
@@ -51,6 +54,20 @@ LABELS = {
     "idle_memory_manual_mib": "idle memory, BROWSER_START_MODE=manual (MiB)",
 }
 FLOOR_COMMAND = ["python3", "-m", "http.server", "8091", "--bind", "0.0.0.0"]
+#: The official SDK's high-level server with one tool, stateless JSON answers, served by uvicorn.
+SDK_FLOOR_SCRIPT = """
+import uvicorn
+from mcp.server import MCPServer
+mcp = MCPServer("one-tool")
+@mcp.tool(description="Echo a text.")
+def echo(text: str) -> str:
+    return text
+uvicorn.run(mcp.streamable_http_app(json_response=True, stateless_http=True), host="0.0.0.0", port=8091,
+            log_level="warning")
+"""
+SDK_FLOOR_COMMAND = ["/opt/agentbox/bin/python", "-c", SDK_FLOOR_SCRIPT]
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
 POLL = 0.02
 TIMEOUT = 120.0
 
@@ -155,6 +172,28 @@ def floor_start(docker_client: docker.DockerClient, image: str) -> float:
         container.remove(force=True)
 
 
+def sdk_floor_start(docker_client: docker.DockerClient, image: str) -> float:
+    """Seconds from `docker run` to a one-tool SDK ``MCPServer`` in the same image listing its tool."""
+    started = time.monotonic()
+    container = docker_client.containers.run(
+        image, SDK_FLOOR_COMMAND, entrypoint=[], detach=True, ports={"8091/tcp": ("127.0.0.1", None)}
+    )
+    try:
+        url = f"http://127.0.0.1:{host_port(container, 8091)}/mcp"
+        with httpx.Client() as client:
+            while time.monotonic() - started < TIMEOUT:
+                try:
+                    answer = client.post(url, json=LIST_TOOLS, headers=MCP_HEADERS, timeout=2)
+                    if answer.status_code == 200 and answer.json()["result"]["tools"]:
+                        return time.monotonic() - started
+                except (httpx.HTTPError, ValueError, KeyError):
+                    pass
+                time.sleep(POLL)
+        raise TimeoutError(f"the SDK floor never listed its tool: {container.logs()[-2000:]!r}")
+    finally:
+        container.remove(force=True)
+
+
 def cold_start(
     docker_client: docker.DockerClient, image: str, settle: float | None, environment: dict[str, str] | None = None
 ) -> dict[str, float]:
@@ -183,9 +222,10 @@ def measure(image: str, runs: int, settle: float, baseline: str | None = None) -
     """``runs`` rounds of: the floor, ``baseline``'s cold start (when given), ``image``'s."""
     docker_client = docker.from_env(timeout=300)
     size = docker_client.images.get(image).attrs["Size"] / 2**20
-    starts, floors, baseline_starts = [], [], []
+    starts, floors, sdk_floors, baseline_starts = [], [], [], []
     for i in range(runs):
         floors.append(floor_start(docker_client, image))
+        sdk_floors.append(sdk_floor_start(docker_client, image))
         if baseline:
             baseline_starts.append(cold_start(docker_client, baseline, None))
         starts.append(cold_start(docker_client, image, settle if i == runs - 1 else None))
@@ -198,6 +238,7 @@ def measure(image: str, runs: int, settle: float, baseline: str | None = None) -
         "runs": runs,
         "image_size_mib": round(size, 1),
         "floor_ready_s": round(statistics.median(floors), 3),
+        "sdk_floor_tools_s": round(statistics.median(sdk_floors), 3),
         "api_ready_s": round(statistics.median(s["api_ready_s"] for s in starts), 3),
         "ready_s": round(statistics.median(s["ready_s"] for s in starts), 3),
         "all_tools_s": round(statistics.median(s["all_tools_s"] for s in starts), 3),
@@ -207,6 +248,7 @@ def measure(image: str, runs: int, settle: float, baseline: str | None = None) -
         "idle_memory_no_browser_mib": round(no_browser["idle_memory_mib"], 1),
         "idle_memory_manual_mib": round(manual["idle_memory_mib"], 1),
         "floor_ready_all_s": [round(f, 3) for f in floors],
+        "sdk_floor_tools_all_s": [round(f, 3) for f in sdk_floors],
         "api_ready_all_s": [round(s["api_ready_s"], 3) for s in starts],
         "ready_all_s": [round(s["ready_s"], 3) for s in starts],
         "all_tools_all_s": [round(s["all_tools_s"], 3) for s in starts],

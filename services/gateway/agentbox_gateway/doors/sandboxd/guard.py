@@ -10,6 +10,7 @@ a browser cannot speak it."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -76,8 +77,9 @@ def _metadata_key(metadata: Iterable[tuple[str, str | bytes]]) -> str | None:
 class GrpcKeyGuard(grpc.aio.ServerInterceptor):
     """Answers ``UNAUTHENTICATED`` to a call without the key (the RPC's own handler never runs)."""
 
-    def __init__(self, api_key: str) -> None:
+    def __init__(self, api_key: str, calls: Counter[tuple[str, str, str]]) -> None:
         self.api_key = api_key
+        self.calls = calls
 
     async def intercept_service(
         self,
@@ -88,6 +90,7 @@ class GrpcKeyGuard(grpc.aio.ServerInterceptor):
         key = _metadata_key(handler_call_details.invocation_metadata or ())
         if handler is None or (key is not None and key_matches(key, self.api_key)):
             return handler
+        self.calls["grpc", handler_call_details.method.rpartition("/")[2], "UNAUTHENTICATED"] += 1
         return _refusing(handler)
 
 

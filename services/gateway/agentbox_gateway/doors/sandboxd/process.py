@@ -6,11 +6,12 @@ its deadline) kills what it started, as sandboxd does."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
-import anyio.to_thread
 import grpc
 
 from agentbox_common.errors import PlaneError
@@ -30,32 +31,42 @@ _SIGNALS = {
 }
 
 
-async def _abort(context: grpc.aio.ServicerContext[Any, Any], error: PlaneError) -> NoReturn:
-    code, message = grpc_status(error)
-    await context.abort(code, message)
-    raise AssertionError("abort raises")
-
-
 class ProcessService:
     """The servicer of ``process.v1.ProcessService`` (method names are the service's)."""
 
-    def __init__(self, programs: Programs, files: WorkspaceFiles) -> None:
+    def __init__(self, programs: Programs, files: WorkspaceFiles, calls: Counter[tuple[str, str, str]]) -> None:
         self._programs = programs
         self._files = files
+        #: RPCs answered, by ("grpc", method, final code): counted here, as an interceptor costs each call.
+        self._calls = calls
 
     async def _program_request(self, config: pb.ProcessConfig, pty: pb.PTY | None) -> ProgramRequest:
         if not config.command:
             raise InvalidRequest("command is required")
-        cwd = config.cwd if config.HasField("cwd") and config.cwd else "."
-        real = await anyio.to_thread.run_sync(self._files.real_dir, under_root(self._files.root, cwd))
+        if config.HasField("cwd") and config.cwd:
+            # A few metadata calls on a local file system: cheaper inline than a worker thread's hop.
+            real = self._files.real_dir(under_root(self._files.root, config.cwd))
+        else:
+            real = str(self._files.root)
         terminal = (pty.cols, pty.rows) if pty is not None else None
         return ProgramRequest(tuple(config.command), real, dict(config.env_vars), terminal)
 
-    async def _answer(self, context: grpc.aio.ServicerContext[Any, Any], call: Callable[[], Awaitable[T]]) -> T:
+    async def _answer(
+        self, context: grpc.aio.ServicerContext[Any, Any], method: str, call: Callable[[], Awaitable[T]]
+    ) -> T:
+        code = "OK"
         try:
             return await call()
         except PlaneError as error:
-            await _abort(context, error)
+            status, message = grpc_status(error)
+            code = status.name
+            await context.abort(status, message)
+            raise AssertionError("abort raises") from None
+        except asyncio.CancelledError:
+            code = "CANCELLED"
+            raise
+        finally:
+            self._calls["grpc", method, code] += 1
 
     async def Start(
         self, request: pb.StartRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -65,11 +76,13 @@ class ProcessService:
         async def starting() -> Any:
             return await self._programs.start(await self._program_request(request.config, pty))
 
-        program = await self._answer(context, starting)
+        program = await self._answer(context, "Start", starting)
+        ended = False
         try:
             yield pb.StartResponse(init=pb.InitEvent(process_id=program.number))
             async for event in program.events():
                 if isinstance(event, Exited):
+                    ended = True
                     yield pb.StartResponse(exit=pb.ExitEvent(exit_code=event.exit_code))
                 elif event.stderr:
                     yield pb.StartResponse(stderr=event.data)
@@ -77,6 +90,7 @@ class ProcessService:
                     yield pb.StartResponse(stdout=event.data)
         finally:
             program.signal(signal.SIGKILL)  # the stream ended early: its caller is gone
+            self._calls["grpc", "Start", "OK" if ended else "CANCELLED"] += 1
 
     async def Execute(
         self, request: pb.ExecuteRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -85,7 +99,7 @@ class ProcessService:
             done = await self._programs.execute(await self._program_request(request.config, None))
             return pb.ExecuteResponse(exit_code=done.exit_code, stdout=done.stdout, stderr=done.stderr)
 
-        return await self._answer(context, executing)
+        return await self._answer(context, "Execute", executing)
 
     async def WriteStdin(
         self, request: pb.WriteStdinRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -98,7 +112,7 @@ class ProcessService:
                 await program.write(request.input)
             return pb.WriteStdinResponse()
 
-        return await self._answer(context, writing)
+        return await self._answer(context, "WriteStdin", writing)
 
     async def SendSignal(
         self, request: pb.SendSignalRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -111,7 +125,7 @@ class ProcessService:
             program.signal(sig)
             return pb.SendSignalResponse()
 
-        return await self._answer(context, signalling)
+        return await self._answer(context, "SendSignal", signalling)
 
     async def ResizeTTY(
         self, request: pb.ResizeTTYRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -122,4 +136,4 @@ class ProcessService:
             self._programs.get(request.process_id).resize(request.cols, request.rows)
             return pb.ResizeTTYResponse()
 
-        return await self._answer(context, resizing)
+        return await self._answer(context, "ResizeTTY", resizing)

@@ -12,7 +12,6 @@ import os
 import socket
 from collections import Counter
 from collections.abc import AsyncIterator, Generator
-from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -72,45 +71,6 @@ class _CountCalls:
         await self.app(scope, receive, counting)
 
 
-class _CountRpcs(grpc.aio.ServerInterceptor):
-    """Counts each RPC by its method and final code (read from the context when the call ends)."""
-
-    def __init__(self, calls: Counter[tuple[str, str, str]]) -> None:
-        self.calls = calls
-
-    async def intercept_service(self, continuation: Any, handler_call_details: grpc.HandlerCallDetails) -> Any:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        method = handler_call_details.method.rpartition("/")[2]
-        calls = self.calls
-
-        def ended(context: grpc.aio.ServicerContext[Any, Any]) -> None:
-            code = context.code()
-            calls["grpc", method, code.name if isinstance(code, grpc.StatusCode) else "OK"] += 1
-
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
-
-            async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-                try:
-                    return await inner(request, context)
-                finally:
-                    ended(context)
-
-            return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer, handler.response_serializer)
-        inner_stream = handler.unary_stream
-
-        async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            try:
-                async for answer in inner_stream(request, context):
-                    yield answer
-            finally:
-                ended(context)
-
-        return grpc.unary_stream_rpc_method_handler(stream, handler.request_deserializer, handler.response_serializer)
-
-
 def _listen(host: str, port: int) -> socket.socket:
     """The REST listener, bound here so a taken port is an error of ours, not uvicorn's exit."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -135,14 +95,12 @@ async def serving(planes: Planes, settings: GatewaySettings, state: Sandboxd) ->
     except OSError as exc:
         raise ConfigError(f"SANDBOXD_ROOT_DIR: cannot create {root}: {exc.strerror or exc}") from None
     files = WorkspaceFiles(root)
-    interceptors: list[grpc.aio.ServerInterceptor] = [_CountRpcs(state.calls)]
-    if settings.api_key:
-        interceptors.insert(0, GrpcKeyGuard(settings.api_key))
+    interceptors = [GrpcKeyGuard(settings.api_key, state.calls)] if settings.api_key else []
     grpc_server = grpc.aio.server(
         interceptors=interceptors,
         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.so_reuseport", 0)],
     )
-    service = ProcessService(planes.shell.programs, files)
+    service = ProcessService(planes.shell.programs, files, state.calls)
     process_pb2_grpc.add_ProcessServiceServicer_to_server(service, grpc_server)  # type: ignore[no-untyped-call]
     address = f"{settings.sandboxd_host}:{settings.sandboxd_grpc_port}"
     try:
