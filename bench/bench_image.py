@@ -21,11 +21,13 @@ beside the previous run's figures when that file exists.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -152,46 +154,40 @@ def container_memory_mib(container: Any) -> float:
     return (stats["usage"] - inactive) / 2**20
 
 
-def floor_start(docker_client: docker.DockerClient, image: str) -> float:
-    """Seconds from `docker run` to a bare HTTP server in the same image answering."""
+def _first_answer(
+    docker_client: docker.DockerClient, image: str, command: list[str], answered: Callable[[httpx.Client, str], bool]
+) -> float:
+    """Seconds from `docker run` of ``command`` (no entrypoint) in ``image`` to ``answered`` saying so."""
     started = time.monotonic()
     container = docker_client.containers.run(
-        image, FLOOR_COMMAND, entrypoint=[], detach=True, ports={"8091/tcp": ("127.0.0.1", None)}
+        image, command, entrypoint=[], detach=True, ports={"8091/tcp": ("127.0.0.1", None)}
     )
     try:
         base = f"http://127.0.0.1:{host_port(container, 8091)}"
         with httpx.Client() as client:
             while time.monotonic() - started < TIMEOUT:
-                try:
-                    client.get(f"{base}/", timeout=2)
-                    return time.monotonic() - started
-                except httpx.HTTPError:
-                    time.sleep(POLL)
-        raise TimeoutError("the floor's http.server never answered")
+                with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
+                    if answered(client, base):
+                        return time.monotonic() - started
+                time.sleep(POLL)
+        raise TimeoutError(f"{command[0]} in {image} never answered: {container.logs()[-2000:]!r}")
     finally:
         container.remove(force=True)
+
+
+def floor_start(docker_client: docker.DockerClient, image: str) -> float:
+    """Seconds from `docker run` to a bare HTTP server in the same image answering."""
+    return _first_answer(docker_client, image, FLOOR_COMMAND, lambda client, base: bool(client.get(base, timeout=2)))
 
 
 def sdk_floor_start(docker_client: docker.DockerClient, image: str) -> float:
     """Seconds from `docker run` to a one-tool SDK ``MCPServer`` in the same image listing its tool."""
-    started = time.monotonic()
-    container = docker_client.containers.run(
-        image, SDK_FLOOR_COMMAND, entrypoint=[], detach=True, ports={"8091/tcp": ("127.0.0.1", None)}
-    )
-    try:
-        url = f"http://127.0.0.1:{host_port(container, 8091)}/mcp"
-        with httpx.Client() as client:
-            while time.monotonic() - started < TIMEOUT:
-                try:
-                    answer = client.post(url, json=LIST_TOOLS, headers=MCP_HEADERS, timeout=2)
-                    if answer.status_code == 200 and answer.json()["result"]["tools"]:
-                        return time.monotonic() - started
-                except (httpx.HTTPError, ValueError, KeyError):
-                    pass
-                time.sleep(POLL)
-        raise TimeoutError(f"the SDK floor never listed its tool: {container.logs()[-2000:]!r}")
-    finally:
-        container.remove(force=True)
+
+    def listed(client: httpx.Client, base: str) -> bool:
+        answer = client.post(f"{base}/mcp", json=LIST_TOOLS, headers=MCP_HEADERS, timeout=2)
+        return answer.status_code == 200 and bool(answer.json()["result"]["tools"])
+
+    return _first_answer(docker_client, image, SDK_FLOOR_COMMAND, listed)
 
 
 def cold_start(

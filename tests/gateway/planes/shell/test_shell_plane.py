@@ -7,7 +7,6 @@ import os
 import random
 import signal
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -47,15 +46,6 @@ def live_processes(token: str) -> list[int]:
 def sleep_token() -> str:
     """A sleep duration no other process on the machine uses, to find ours in ``/proc``."""
     return f"{random.randint(100_000, 999_999)}"
-
-
-@pytest.fixture
-async def plane() -> AsyncIterator[ShellPlane]:
-    shell = ShellPlane(GatewaySettings())
-    try:
-        yield shell
-    finally:
-        await shell.aclose()
 
 
 async def test_state_persists_in_the_shared_session(plane: ShellPlane) -> None:

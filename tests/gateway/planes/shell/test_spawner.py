@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from agentbox_gateway.planes.shell import ShellPlane
-from agentbox_gateway.settings import GatewaySettings
 from tests.gateway.planes.shell.test_warm_spare import alive
 from tests.support.polling import eventually
 
@@ -21,15 +19,6 @@ pytestmark = pytest.mark.anyio
 
 def environ_of(pid: int) -> bytes:
     return Path(f"/proc/{pid}/environ").read_bytes()
-
-
-@pytest.fixture
-async def plane() -> AsyncIterator[ShellPlane]:
-    shell = ShellPlane(GatewaySettings())
-    try:
-        yield shell
-    finally:
-        await shell.aclose()
 
 
 async def test_a_shell_leads_its_session_with_default_signals(plane: ShellPlane) -> None:

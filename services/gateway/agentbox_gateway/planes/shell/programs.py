@@ -23,6 +23,7 @@ import subprocess
 import termios
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio.to_thread
 
@@ -292,6 +293,15 @@ async def _spawn(request: ProgramRequest) -> Spawned:
         raise ProgramUnavailable(f"cannot start {request.argv[0]}: {exc.strerror or exc}") from None
 
 
+def _popen(
+    request: ProgramRequest, env: dict[str, str], stdio: tuple[int, int, int], **options: Any
+) -> subprocess.Popen[bytes]:
+    stdin, stdout, stderr = stdio
+    return subprocess.Popen(
+        request.argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env, cwd=request.cwd, **options
+    )
+
+
 def _spawn_with_pipes(request: ProgramRequest, env: dict[str, str]) -> Spawned:
     stdin_read, stdin_write = os.pipe2(os.O_CLOEXEC)
     out_read, out_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
@@ -299,15 +309,7 @@ def _spawn_with_pipes(request: ProgramRequest, env: dict[str, str]) -> Spawned:
     os.set_blocking(out_write, True)
     os.set_blocking(err_write, True)
     try:
-        process = subprocess.Popen(
-            request.argv,
-            stdin=stdin_read,
-            stdout=out_write,
-            stderr=err_write,
-            env=env,
-            cwd=request.cwd,
-            start_new_session=True,
-        )
+        process = _popen(request, env, (stdin_read, out_write, err_write), start_new_session=True)
     except BaseException:
         for fd in (stdin_write, out_read, err_read):
             os.close(fd)
@@ -325,15 +327,7 @@ def _spawn_with_terminal(request: ProgramRequest, env: dict[str, str]) -> Spawne
         cols, rows = request.terminal or (0, 0)
         if cols and rows:
             _set_size(master, cols, rows)
-        process = subprocess.Popen(
-            request.argv,
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env=env,
-            cwd=request.cwd,
-            preexec_fn=functools.partial(_take_terminal, slave),
-        )
+        process = _popen(request, env, (slave, slave, slave), preexec_fn=functools.partial(_take_terminal, slave))
     except BaseException:
         os.close(master)
         raise
