@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import httpx
 import pytest
 from k8s_agent_sandbox.commands._process_stubs import process_pb2 as pb
 from k8s_agent_sandbox.commands._process_stubs import process_pb2_grpc
 
 from tests.gateway.test_doctor import bin_with, checks, doctor
 from tests.support.jsonrpc import call_tool, tool_text
+from tests.support.metrics import has, scrape, value
 from tests.support.polling import until
 
 from .conftest import Sandboxd, sandboxd_gateway, user_name
@@ -129,6 +129,15 @@ def test_write_stdin_then_eof(stub: Any) -> None:
     assert drain(stream) == (b"hello world", b"", 0)
 
 
+def test_input_after_eof_is_a_failed_precondition(stub: Any) -> None:
+    stream, pid = start(stub, ["sh", "-c", "cat; sleep 30"])
+    stub.WriteStdin(pb.WriteStdinRequest(process_id=pid, eof=pb.google_dot_protobuf_dot_empty__pb2.Empty()))
+    request = pb.WriteStdinRequest(process_id=pid, input=b"late")
+    assert code_of(lambda: stub.WriteStdin(request)) == grpc.StatusCode.FAILED_PRECONDITION
+    stub.SendSignal(pb.SendSignalRequest(process_id=pid, signal=pb.SIGNAL_SIGKILL))
+    drain(stream)
+
+
 def test_unknown_process_ids_are_not_found(stub: Any) -> None:
     for call in (
         lambda: stub.WriteStdin(pb.WriteStdinRequest(process_id=987654, input=b"x")),
@@ -224,11 +233,15 @@ def test_concurrent_runs_are_served_together(sandboxd: Sandboxd) -> None:
     assert time.monotonic() - began < 3.5
 
 
-def test_metrics_count_the_calls(sandboxd: Sandboxd) -> None:
+def test_metrics_count_the_calls(sandboxd: Sandboxd, stub: Any) -> None:
+    def count(method: str, code: str = "OK") -> float:
+        return value(scrape(sandboxd.gateway), "agentbox_sandboxd_calls_total", api="grpc", method=method, code=code)
+
+    started, executed = count("Start"), count("Execute")
     sandboxd.commands.run("true")
-    text = httpx.get(f"{sandboxd.gateway}/metrics").text
-    assert 'agentbox_sandboxd_calls_total{api="grpc",code="OK",method="Execute"}' in text
-    assert "agentbox_sandboxd_processes " in text
+    drain(start(stub, ["true"])[0])
+    assert (count("Start"), count("Execute")) == (started + 1, executed + 1)
+    assert has(scrape(sandboxd.gateway), "agentbox_sandboxd_processes")
 
 
 def _alive(pid: int) -> bool:

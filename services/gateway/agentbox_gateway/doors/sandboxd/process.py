@@ -52,9 +52,16 @@ class ProcessService:
         return ProgramRequest(tuple(config.command), real, dict(config.env_vars), terminal)
 
     async def _answer(
-        self, context: grpc.aio.ServicerContext[Any, Any], method: str, call: Callable[[], Awaitable[T]]
+        self,
+        context: grpc.aio.ServicerContext[Any, Any],
+        method: str,
+        call: Callable[[], Awaitable[T]],
+        *,
+        final: bool = True,
     ) -> T:
-        code = "OK"
+        """``call()``'s answer, or its plane error as the RPC's status; the call is counted when it
+        ends here (``final``: a stream counts its end itself)."""
+        code: str | None = "OK" if final else None
         try:
             return await call()
         except PlaneError as error:
@@ -66,7 +73,8 @@ class ProcessService:
             code = "CANCELLED"
             raise
         finally:
-            self._calls["grpc", method, code] += 1
+            if code is not None:
+                self._calls["grpc", method, code] += 1
 
     async def Start(
         self, request: pb.StartRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -76,7 +84,7 @@ class ProcessService:
         async def starting() -> Any:
             return await self._programs.start(await self._program_request(request.config, pty))
 
-        program = await self._answer(context, "Start", starting)
+        program = await self._answer(context, "Start", starting, final=False)
         ended = False
         try:
             yield pb.StartResponse(init=pb.InitEvent(process_id=program.number))

@@ -43,6 +43,10 @@ class NoTerminal(Conflict, ShellError):
     """A terminal operation on a program that has none (or has ended)."""
 
 
+class StdinClosed(Conflict, ShellError):
+    """Input for a program whose stdin was closed, or that no longer reads it."""
+
+
 class OutputTooLarge(TooLarge, ShellError): ...
 
 

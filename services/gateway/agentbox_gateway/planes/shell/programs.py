@@ -37,6 +37,7 @@ from .errors import (
     ProgramDenied,
     ProgramNotFound,
     ProgramUnavailable,
+    StdinClosed,
 )
 
 #: Bytes read from a program's output at a time (sandboxd's ``--stream-chunk-size``).
@@ -45,6 +46,8 @@ CHUNK_SIZE = 4096
 EXECUTE_OUTPUT_LIMIT = 64 * 1024 * 1024
 #: How long output is still read after the program exited, for children that keep the pipes open.
 DRAIN_GRACE = 5.0
+#: How often a program's end is looked for where the kernel has no pidfd.
+PID_POLL_INTERVAL = 0.02
 
 
 @dataclass(frozen=True)
@@ -109,11 +112,11 @@ class Program:
         """Feed stdin (the terminal's input with a PTY)."""
         fd = self._stdin
         if fd is None:
-            raise InvalidRequest(f"process {self.number}: stdin is closed")
+            raise StdinClosed(f"process {self.number}: stdin is closed")
         try:
             await anyio.to_thread.run_sync(_write_all, fd, data)
-        except BrokenPipeError:
-            raise InvalidRequest(f"process {self.number} no longer reads its stdin") from None
+        except (BrokenPipeError, OSError):  # its reader gone, or the descriptor closed as it ended
+            raise StdinClosed(f"process {self.number} no longer reads its stdin") from None
 
     async def close_stdin(self) -> None:
         """End of input: the pipe is closed; a terminal gets its EOF character (``^D``)."""
@@ -337,8 +340,15 @@ def _spawn_with_terminal(request: ProgramRequest, env: dict[str, str]) -> Spawne
 
 
 async def _exited(process: subprocess.Popen[bytes]) -> int:
-    """Its exit status once it ends, told by its pidfd (no thread, no SIGCHLD handler of ours)."""
-    pidfd = os.pidfd_open(process.pid)
+    """Its exit status once it ends, told by its pidfd (no thread, no SIGCHLD handler of ours); where
+    the kernel has no pidfd (before Linux 5.3, some sandboxing kernels), by polling."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except OSError:
+        # Nothing to wait on without a pidfd but a worker thread per program, which would hold the pool.
+        while (returncode := process.poll()) is None:  # noqa: ASYNC110
+            await asyncio.sleep(PID_POLL_INTERVAL)
+        return returncode
     loop = asyncio.get_running_loop()
     ended = asyncio.Event()
     loop.add_reader(pidfd, ended.set)
