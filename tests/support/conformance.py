@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tests.support.requirements import missing
 
-CONFORMANCE_VERSION = "0.1.16"
+CONFORMANCE_VERSION = "0.2.0-alpha.12"
 CACHE = Path(os.environ.get("AGENTBOX_CACHE", Path(__file__).resolve().parents[2] / ".cache"))
 
 
@@ -43,7 +43,9 @@ def node22() -> str:
 
 
 def conformance_cli() -> str:
-    root = CACHE / "conformance"
+    """The suite's CLI at :data:`CONFORMANCE_VERSION`, in a cache folder of that version's own (a cache
+    kept from an earlier version is not taken for this one)."""
+    root = CACHE / f"conformance-{CONFORMANCE_VERSION}"
     cli = root / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
     if not cli.exists():
         root.mkdir(parents=True, exist_ok=True)
