@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common import service
 from agentbox_common.mcp_progress import RunningCalls
+from agentbox_common.mcp_tasks import TaskStore
 from agentbox_common.observability.tracing import untraced
 
 from . import __version__, liveness
@@ -120,7 +121,8 @@ def build_app(settings: GatewaySettings, *, clock: Callable[[], float] = time.mo
     registry = BuiltinRegistry(builtin_tools(planes))
     running = RunningCalls()  # the door's and the upstream forwarder's calls, for notifications/cancelled
     watch = ListWatch(upstreams, reserved=registry.names, settled_interval=settings.upstream_list_cache_ttl)
-    mcp_server = build_mcp_server(registry, upstreams, running, watch)
+    tasks = TaskStore(retain_seconds=settings.task_retain_seconds, max_running=settings.command_max_running)
+    mcp_server = build_mcp_server(registry, upstreams, running, watch, tasks)
     if not settings.observability.traces:
         untraced(mcp_server)
     mcp_routes = build_mcp_routes(
@@ -200,6 +202,7 @@ def build_app(settings: GatewaySettings, *, clock: Callable[[], float] = time.mo
     parts: list[Callable[[], contextlib.AbstractAsyncContextManager[None]]] = [
         mcp_server.session_manager.run,
         running_planes,
+        tasks.running,
     ]
     sandboxd = None
     if settings.sandboxd_enabled:  # imported only then: gRPC is some 20 MiB a gateway without it spares

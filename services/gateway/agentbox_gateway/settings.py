@@ -160,6 +160,8 @@ class GatewaySettings:
     pty_idle_timeout: float = setting(3600.0, env="AIO_PTY_IDLE_TIMEOUT", parse=number(minimum=1.0))
     #: Output each ``/v2/pty`` terminal retains for a reattach (``restore``, resume), in bytes.
     pty_buffer_bytes: int = setting(10 * 1024 * 1024, env="AIO_PTY_BUFFER_BYTES", parse=integer(minimum=64 * 1024))
+    #: How long a finished MCP task (the tasks extension) stays readable by ``tasks/get`` (seconds).
+    task_retain_seconds: float = setting(600.0, env="AIO_TASK_RETAIN_SECS", parse=number(minimum=0.0))
     #: The browser program (page plane for ``/v1/browser/page|tabs|cookies``).
     browser_url: str = setting("http://127.0.0.1:8100", env="AGENTBOX_BROWSER_URL", parse=_url)
     #: AIO's ``BROWSER_START_MODE``: ``async`` keeps the browser program (the MCP server at

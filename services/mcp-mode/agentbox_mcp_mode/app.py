@@ -49,7 +49,7 @@ def build_app(
         settings.observability,
         health=healthz(adapter),
         health_path=HEALTH_PATH,
-        parts=[endpoint.session_manager.run],
+        parts=[endpoint.session_manager.run, endpoint.tasks.running],
         guard=lambda inner: McpTokenGuard(inner, settings.token),
         collectors=[RUN_STATS.collect],
     )

@@ -1,6 +1,8 @@
 """``run_prompt`` while the agent works: its answer as it is written, as ``notifications/progress``
 (when the call carries a progress token), and its other events (session, usage, the end) as
-``notifications/message`` at or above the level this call's client asked for (none if it did not)."""
+``notifications/message`` at or above the level this call's client asked for (none if it did not).
+A call run as a task (:mod:`agentbox_common.mcp_tasks`) sends neither, as the tasks extension says:
+its answer so far is the task's output, which ``tasks/get`` shows."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from mcp.server import ServerRequestContext
 from mcp.types import LoggingLevel
 
 from agentbox_common.mcp_progress import LogLevel, progress_reporter
+from agentbox_common.mcp_tasks import task_output
 
 from .adapters.base import AgentEvent
 
@@ -26,8 +29,13 @@ class AgentProgress:
         self._ctx = ctx
         self._progress = progress_reporter(ctx)
         self._log_level = log_level
+        self._task_output = task_output()
 
     async def __call__(self, event: AgentEvent) -> None:
+        if self._task_output is not None:
+            if event.type == "delta" and event.text:
+                await self._task_output(event.text)
+            return
         if event.type == "delta":
             if self._progress is not None and event.text:
                 await self._progress(event.text)

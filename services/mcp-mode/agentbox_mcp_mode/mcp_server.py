@@ -7,6 +7,8 @@
   ``/mcp/`` (API mode) with explicit routes, not a Mount, so neither spelling redirects.
 * ``session_manager`` — the SDK's session manager; the host app must enter
   ``async with endpoint.session_manager.run():`` in its lifespan (once per endpoint).
+* ``tasks`` — ``run_prompt``'s tasks (the tasks extension); the host app enters
+  ``endpoint.tasks.running()`` in its lifespan too.
 * ``tools`` — the tool implementation, sharing the ``locks`` object passed in, so API mode's
   ``/run`` and OpenAI endpoint keep out of the same workspaces as ``run_prompt``.
 
@@ -47,6 +49,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agentbox_common.asgi import BEARER_CHALLENGE, bearer_token, refuse, replay_body
 from agentbox_common.keys import key_matches
 from agentbox_common.mcp_progress import LogLevel, RunningCalls
+from agentbox_common.mcp_tasks import TaskPolicy, TaskStore
 from agentbox_common.mcp_tools import build_server
 from agentbox_common.mcp_tools.counting import count_call
 from agentbox_common.service import mcp_endpoint
@@ -72,7 +75,9 @@ INSTRUCTIONS = (
 )
 
 
-def build_mcp_server(tools: McpTools) -> Server:
+def build_mcp_server(tools: McpTools, tasks: TaskStore | None = None) -> Server:
+    """``tasks``: a long ``run_prompt`` becomes a task for clients of the tasks extension (the host
+    app runs ``tasks.running()`` in its lifespan)."""
     log_level = LogLevel()
 
     def agent_events(ctx: ServerRequestContext[Any, Any]) -> AgentProgress:
@@ -88,6 +93,7 @@ def build_mcp_server(tools: McpTools) -> Server:
         log_level=log_level,
         on_call=count_call,
         running=RunningCalls(),  # a ``notifications/cancelled`` arrives on its own POST: find the run by id
+        tasks=TaskPolicy(tasks, lambda name: name == "run_prompt") if tasks is not None else None,
     )
 
 
@@ -180,11 +186,14 @@ class McpEndpoint:
     session_manager: StreamableHTTPSessionManager
     server: Server
     tools: McpTools
+    #: ``run_prompt``'s tasks: the host app enters ``tasks.running()`` in its lifespan too.
+    tasks: TaskStore
 
 
 def build_mcp_asgi(settings: McpModeSettings, locks: WorkspaceLocks, adapter: Adapter) -> McpEndpoint:
     tools = McpTools(settings, locks, adapter)
-    server = build_mcp_server(tools)
+    tasks = TaskStore()
+    server = build_mcp_server(tools, tasks)
     session_manager = StreamableHTTPSessionManager(
         app=server,
         json_response=False,
@@ -197,4 +206,4 @@ def build_mcp_asgi(settings: McpModeSettings, locks: WorkspaceLocks, adapter: Ad
         max_request_body_size=MAX_BODY_BYTES,
     )
     app = McpTokenGuard(mcp_endpoint(SessionIds(session_manager.handle_request)), settings.token)
-    return McpEndpoint(app=app, session_manager=session_manager, server=server, tools=tools)
+    return McpEndpoint(app=app, session_manager=session_manager, server=server, tools=tools, tasks=tasks)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
@@ -14,6 +14,8 @@ from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 
 from agentbox_common.mcp_progress import LogLevel, RunningCalls, cancelled_result
+from agentbox_common.mcp_tasks import TaskPolicy, call_as_task, declares_tasks
+from agentbox_common.mcp_tasks import install as install_tasks
 
 from .registry import ToolRegistry
 
@@ -62,12 +64,15 @@ def build_server(
     more: MoreTools | None = None,
     on_call: OnCall | None = None,
     listen: ListenHandler | None = None,
+    tasks: TaskPolicy | None = None,
 ) -> Server:
     """``call_context``: what each registry call is handed beside its arguments (``None``: the tools
     read nothing of their call, and are handed ``None``); ``running``: calls
     ``notifications/cancelled`` may stop (answered :func:`cancelled_result`); ``log_level``:
     ``logging/setLevel`` is served (declaring the ``logging`` capability); ``listen``:
-    ``subscriptions/listen`` is served (2026-07-28 clients are told ``listChanged``)."""
+    ``subscriptions/listen`` is served (2026-07-28 clients are told ``listChanged``); ``tasks``: long
+    calls of the tools it names become tasks for clients that declare the extension
+    (:mod:`agentbox_common.mcp_tasks`)."""
 
     make_context: CallContext[Any] = call_context if call_context is not None else _no_context
 
@@ -78,10 +83,15 @@ def build_server(
         tools.extend(await more.list_tools())
         return types.ListToolsResult(tools=tools, ttl_ms=more.ttl_ms)
 
-    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult | dict[str, Any]:
         started = time.perf_counter()
         try:
-            if running is None:
+            if tasks is not None and declares_tasks(ctx.params):
+                answer = await call_as_task(tasks, ctx, params.name, params.arguments, lambda: route_call(ctx, params))
+                if isinstance(answer, dict):  # a task: counted when created, its call was not refused
+                    return answer
+                result = answer
+            elif running is None:
                 result = await route_call(ctx, params)
             else:
                 with running.track(ctx.request_id) as scope:
@@ -123,7 +133,9 @@ def build_server(
         title=title,
         instructions=instructions,
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        # A task's CreateTaskResult is an extension's claimed shape, which the SDK's runner passes on
+        # (ServerRunner._serialize) but its handler type does not name.
+        on_call_tool=cast(Any, call_tool),
         get_tool_input_schema=input_schema,
         on_subscriptions_listen=listen,
     )
@@ -131,6 +143,8 @@ def build_server(
         running.install(server)
     if log_level is not None:
         log_level.install(server)
+    if tasks is not None:
+        install_tasks(server, tasks.store)
     return server
 
 

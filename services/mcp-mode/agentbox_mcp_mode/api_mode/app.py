@@ -47,7 +47,7 @@ def build_api_app(
 
     parts: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
     if endpoint is not None:
-        parts.append(endpoint.session_manager.run)
+        parts.extend((endpoint.session_manager.run, endpoint.tasks.running))
     parts.append(lambda: contextlib.aclosing(registry))  # closed first: the runs still going are cancelled
     app = FastAPI(title="aicodebox API mode")
     install_error_handler(app)

@@ -53,6 +53,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentbox_common.asgi import replay_body
+from agentbox_common.mcp_tasks import declares_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +148,8 @@ class ToolCallFastPath:
             return None
         name = params.get("name")
         if not isinstance(name, str) or (sse and progress_token_from_params(params) is not None):
+            return None
+        if declares_tasks(params):  # the call may become a task: the SDK's way (mcp_tasks)
             return None
         handler = next((handler for handler in self.handlers if handler.owns(name)), None)
         if handler is None:

@@ -16,6 +16,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from agentbox_common.mcp_progress import LogLevel, RunningCalls
+from agentbox_common.mcp_tasks import TaskPolicy, TaskStore, task_output
 from agentbox_common.mcp_tools import build_server
 from agentbox_common.mcp_tools.counting import count_call
 
@@ -34,6 +35,8 @@ INSTRUCTIONS = (
     "browser. All tools share one file system."
 )
 
+#: The built-ins whose calls may run long enough to become tasks (upstream tools may too).
+TASK_TOOLS = frozenset({"sandbox_execute_bash", "sandbox_execute_code"})
 #: ``ttlMs`` of ``tools/list`` once every upstream answers, and while one is starting or down.
 SETTLED_TTL_MS = 60_000
 WAITING_TTL_MS = 1_000
@@ -44,9 +47,12 @@ def build_mcp_server(
     upstreams: UpstreamRouter | None = None,
     running: RunningCalls | None = None,
     watch: ListWatch | None = None,
+    tasks: TaskStore | None = None,
 ) -> Server:
     """``running``: the calls ``notifications/cancelled`` may name (share it with the routes' forwarder);
-    ``watch``: serves ``subscriptions/listen`` (run its loop in the lifespan)."""
+    ``watch``: serves ``subscriptions/listen`` (run its loop in the lifespan); ``tasks``: long calls
+    (:data:`TASK_TOOLS` and the upstreams' tools) become tasks for clients of the tasks extension (run
+    its ``running()`` in the lifespan)."""
     return build_server(
         "agentbox",
         registry,
@@ -58,14 +64,19 @@ def build_mcp_server(
         more=UpstreamTools(upstreams, reserved=set(registry.names)) if upstreams is not None else None,
         on_call=count_call,
         listen=watch.listen if watch is not None else None,
+        tasks=TaskPolicy(tasks, lambda name: name in TASK_TOOLS or _upstream(upstreams, name)) if tasks else None,
     )
+
+
+def _upstream(upstreams: UpstreamRouter | None, name: str) -> bool:
+    return upstreams is not None and upstreams.route(name) is not None
 
 
 def tool_context(ctx: ServerRequestContext[Any, Any]) -> ToolContext:
     """A built-in call's context: the HTTP request it came with (the SDK's transports and the fast
     path hand it to the SDK as the message's request context) and, when asked for, a progress sink."""
     request = ctx.request if isinstance(ctx.request, HTTPConnection) else None
-    return ToolContext(request=request, output=streaming.output_sink(ctx))
+    return ToolContext(request=request, output=task_output() or streaming.output_sink(ctx))
 
 
 class UpstreamTools:
