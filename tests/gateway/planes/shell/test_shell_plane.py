@@ -20,6 +20,7 @@ from agentbox_gateway.planes.shell import (
     ShellPlane,
     truncate_middle,
 )
+from agentbox_gateway.planes.shell.commands import CommandRequest
 from agentbox_gateway.settings import GatewaySettings
 from tests.support.polling import eventually
 
@@ -341,3 +342,15 @@ async def test_aclose_kills_every_job() -> None:
     assert await eventually(lambda: len(live_processes(f"sleep {token}")) == 2)
     await plane.aclose()
     assert await eventually(lambda: not live_processes(f"sleep {token}"), 1)
+
+
+async def test_a_command_killed_as_it_starts_ends_killed_not_its_shell(plane: ShellPlane) -> None:
+    """The abort signal waits for the shell's trap: sent before bash has run its init script it would
+    end the shell (exit 140, SIGUSR2) instead of the command (137, SIGKILL); failed 39 times in 40."""
+    codes = []
+    for _ in range(10):
+        command = await plane.commands.start(CommandRequest("echo up; sleep 60"))
+        await plane.commands.kill(command.command_id, signal.SIGKILL)
+        await command.record.finished.wait()
+        codes.append(command.record.exit_code)
+    assert codes == [137] * 10

@@ -42,6 +42,18 @@ INIT = (
 )
 
 
+def catches(pid: int, sig: int) -> bool:
+    """Whether process ``pid`` has a handler for ``sig`` (``SigCgt`` in its ``/proc`` status)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    except (OSError, ValueError):
+        return False
+    return False
+
+
 def resolve_dir(base: str, path: str) -> str:
     """An absolute, existing, enterable directory for ``cd`` (a relative ``path`` is taken from ``base``)."""
     full = os.path.normpath(os.path.join(base, os.path.expanduser(path)))
@@ -160,6 +172,16 @@ class BashShell:
         self._open_pipes = {1, 2}
         self.pipes_closed = asyncio.Event()
         self.gone = asyncio.Event()
+        #: Its abort trap is installed (it has run :data:`INIT`): found once, true for good.
+        self._trapping = False
+
+    @property
+    def trapping(self) -> bool:
+        """Whether the abort signal would be caught by its trap, not kill it: bash reads :data:`INIT`
+        after it starts, and an abort sent before would end the shell (exit 140), not the command."""
+        if not self._trapping and self.pid:
+            self._trapping = catches(self.pid, ABORT_SIGNAL)
+        return self._trapping
 
     def pipe_closed(self, fd: int) -> None:
         self._open_pipes.discard(fd)

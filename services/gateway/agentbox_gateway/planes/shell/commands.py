@@ -158,7 +158,7 @@ class Commands:
             if own:
                 await command.session.close(kill_jobs=False)
         finally:
-            del self._running[command.command_id]
+            self._running.pop(command.command_id, None)  # gone already if the registry was closed
         size = command.record.retained + RECORD_OVERHEAD
         self._finished[command.command_id] = (time.monotonic(), size)
         self._retained += size

@@ -424,10 +424,19 @@ class ShellSession:
             self._spawn(self.stop(record, "hard_timeout"))
 
     def _abort_line(self, shell: BashShell, record: CommandRecord) -> None:
-        """Ask the shell to drop the rest of the command line once the current job has ended."""
-        if not record.done:
+        """Ask the shell to drop the rest of the command line once the current job has ended (not
+        before its trap is set: the command has not started then, and the signal would end bash)."""
+        if not record.done and shell.trapping:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(shell.pid, ABORT_SIGNAL)
+
+    async def _until_trapping(self, shell: BashShell) -> None:
+        """Wait (at most :data:`STOP_GRACE`) for a just-started shell to have run its init script: it
+        says so only in ``/proc``, so it is looked at every 10 ms."""
+        for _ in range(int(STOP_GRACE / 0.01)):
+            if shell.trapping or shell.exited:
+                return
+            await asyncio.sleep(0.01)
 
     async def stop(self, record: CommandRecord, reason: str) -> None:
         """SIGKILL the command's process groups and abort its line until the shell reports the end;
@@ -465,6 +474,7 @@ class ShellSession:
             return record
         record.stop_reason = "terminated"
         record.stop_signal = sig
+        await self._until_trapping(shell)
         self._abort_line(shell, record)
         groups, pids = await asyncio.to_thread(command_targets, shell.pid, record)
         signal_all(groups, pids, sig)
