@@ -11,7 +11,7 @@ import base64
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp import types
 from playwright.async_api import Error as PlaywrightError
@@ -21,7 +21,17 @@ from agentbox_common.mcp_tools import Arguments, Handler, ToolError, ToolSpec, t
 
 from ..session import BrowserSession, first_line
 
-__all__ = ["Arguments", "BrowserTool", "ToolError", "bind", "image_result", "read_page", "schema", "text_result"]
+__all__ = [
+    "Arguments",
+    "BrowserTool",
+    "ToolError",
+    "bind",
+    "image_result",
+    "read_current",
+    "read_page",
+    "schema",
+    "text_result",
+]
 
 BrowserHandler = Callable[[BrowserSession, Arguments], Awaitable[types.CallToolResult]]
 BrowserTool = ToolSpec[BrowserHandler]
@@ -45,6 +55,30 @@ def schema(properties: Mapping[str, Any] | None = None, required: Iterable[str] 
 READ_PATIENCE_S = 5.0
 #: What Playwright says when a navigation took the document away from under a script.
 _NAVIGATED_AWAY = ("Execution context was destroyed", "Cannot find context with specified id")
+#: What Playwright says of a page closed under a call (by an outside CDP client, say).
+_CLOSED = "Target page, context or browser has been closed"
+#: How long a read waits to hear that its page was closed (CDP tells it asynchronously).
+CLOSE_HEARD_S = 2.0
+T = TypeVar("T")
+
+
+async def read_current(session: BrowserSession, read: Callable[[Page], Awaitable[T]]) -> T:
+    """``read`` of the current page. A tab closed by an outside client just before (the program hears
+    of it a moment later) is not an error for a read: it reads the tab that is current once the
+    close is known, as a person would. Only reads come here: doing an action again elsewhere would not
+    be the same action."""
+    page = await session.page()
+    try:
+        return await read(page)
+    except PlaywrightError as exc:
+        if not first_line(exc).startswith(_CLOSED) or not session.connected:
+            raise
+    if not page.is_closed():
+        with contextlib.suppress(PlaywrightError, TimeoutError):
+            await page.wait_for_event("close", timeout=CLOSE_HEARD_S * 1000)
+    if not page.is_closed():
+        raise PlaywrightError(f"{_CLOSED} (and the page is still listed)")
+    return await read(await session.page())
 
 
 async def read_page(page: Page, script: str, arg: Any = None) -> Any:

@@ -13,7 +13,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from ..session import BrowserSession, first_line
-from .base import Arguments, BrowserTool, ToolError, read_page, schema, text_result
+from .base import Arguments, BrowserTool, ToolError, read_current, read_page, schema, text_result
 
 #: The rendered page as HTML without what a reader never sees: scripts, styles, hidden elements.
 #: Hidden-ness needs layout, so it is read on the live DOM and applied to a deep clone (same order).
@@ -65,7 +65,7 @@ LINKS_OUTPUT = {
 
 
 async def get_text(session: BrowserSession, args: Arguments) -> types.CallToolResult:
-    return text_result(await page_text(await session.page()))
+    return text_result(await read_current(session, page_text))
 
 
 def to_markdown(title: str, html: str) -> str:
@@ -89,12 +89,11 @@ async def page_text(page: Page) -> str:
 
 
 async def get_markdown(session: BrowserSession, args: Arguments) -> types.CallToolResult:
-    return text_result(await page_markdown(await session.page()))
+    return text_result(await read_current(session, page_markdown))
 
 
 async def read_links(session: BrowserSession, args: Arguments) -> types.CallToolResult:
-    page = await session.page()
-    links = await read_page(page, _LINKS_SCRIPT)
+    links = await read_current(session, lambda page: read_page(page, _LINKS_SCRIPT))
     return text_result(json.dumps(links, indent=2, ensure_ascii=False), structured={"links": links})
 
 
