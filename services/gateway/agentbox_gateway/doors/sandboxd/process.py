@@ -97,7 +97,8 @@ class ProcessService:
                 else:
                     yield pb.StartResponse(stdout=event.data)
         finally:
-            program.signal(signal.SIGKILL)  # the stream ended early: its caller is gone
+            program.abandon()  # the stream ended early: its caller is gone
+            program.signal(signal.SIGKILL)
             self._calls["grpc", "Start", "OK" if ended else "CANCELLED"] += 1
 
     async def Execute(

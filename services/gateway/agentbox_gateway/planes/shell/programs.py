@@ -44,6 +44,8 @@ from .errors import (
 CHUNK_SIZE = 4096
 #: The most output :meth:`Programs.execute` collects of one program (each stream), in bytes.
 EXECUTE_OUTPUT_LIMIT = 64 * 1024 * 1024
+#: Bytes of a program's output the gateway holds for a slow reader (a ``Start`` stream's client).
+QUEUED_LIMIT = 1024 * 1024
 #: How long output is still read after the program exited, for children that keep the pipes open.
 DRAIN_GRACE = 5.0
 #: How often a program's end is looked for where the kernel has no pidfd.
@@ -94,6 +96,12 @@ class Program:
         self._stdin = spawned.stdin
         self._terminal = spawned.terminal
         self._events: asyncio.Queue[Output | Exited] = asyncio.Queue()
+        #: Output read and not yet taken by :meth:`events`; past :data:`QUEUED_LIMIT` the readers wait,
+        #: the pipes fill and the program blocks, as on a terminal nobody reads.
+        self._queued = 0
+        self._drained = asyncio.Event()
+        #: Nobody reads its output any more (:meth:`abandon`): the readers no longer wait.
+        self._abandoned = False
         self.exit_code: int | None = None
 
     @property
@@ -104,6 +112,10 @@ class Program:
         """Its output in the order read, then one :class:`Exited`."""
         while True:
             event = await self._events.get()
+            if isinstance(event, Output):
+                self._queued -= len(event.data)
+                if self._queued <= QUEUED_LIMIT:
+                    self._drained.set()
             yield event
             if isinstance(event, Exited):
                 return
@@ -126,6 +138,15 @@ class Program:
             os.close(self._stdin)
             self._stdin = None
 
+    @property
+    def _backlogged(self) -> bool:
+        return self._queued > QUEUED_LIMIT and not self._abandoned
+
+    def abandon(self) -> None:
+        """Its reader is gone: output is no longer held back for one (kill it too, or it runs on)."""
+        self._abandoned = True
+        self._drained.set()
+
     def signal(self, sig: int) -> None:
         """Send ``sig`` to the program's process group (a finished program: nothing)."""
         if self.running:
@@ -142,8 +163,11 @@ class Program:
         try:
             returncode = await _exited(self.process)
             # Output written before the exit is still in the pipes; a child left running that holds
-            # them open must not hold the end back for ever.
-            _, pending = await asyncio.wait(readers, timeout=DRAIN_GRACE)
+            # them open must not hold the end back for ever (a reader still draining it may).
+            while True:
+                _, pending = await asyncio.wait(readers, timeout=DRAIN_GRACE)
+                if not pending or not self._backlogged:
+                    break
             for reader in pending:
                 reader.cancel()
             self.exit_code = returncode if returncode >= 0 else -1
@@ -176,6 +200,13 @@ class Program:
                 if not chunk:
                     return
                 self._events.put_nowait(Output(chunk, stderr))
+                self._queued += len(chunk)
+                if self._backlogged:
+                    loop.remove_reader(fd)  # level-triggered: it would fire on every loop turn meanwhile
+                    while self._backlogged:
+                        self._drained.clear()
+                        await self._drained.wait()
+                    loop.add_reader(fd, readable.set)
         finally:
             with contextlib.suppress(OSError, ValueError):
                 loop.remove_reader(fd)
@@ -244,6 +275,7 @@ class Programs:
                         "run it with Start to stream its output"
                     )
         finally:
+            program.abandon()
             program.signal(signal.SIGKILL)
         raise AssertionError("unreachable: events end with Exited")
 
@@ -259,6 +291,7 @@ class Programs:
     async def aclose(self) -> None:
         """Stop every running program (SIGTERM, then SIGKILL after a grace) and wait for the ends."""
         for program in list(self._running.values()):
+            program.abandon()
             program.signal(signal.SIGTERM)
         if self._pumps:
             _, pending = await asyncio.wait(set(self._pumps), timeout=2.0)
