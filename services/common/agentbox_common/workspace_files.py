@@ -477,17 +477,8 @@ class WorkspaceFiles:
                 finally:
                     os.close(fd)
                 return
-            if name == ".":  # a directory reached by "..": remove it by its name in its parent
-                parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=dir_fd)
-                try:
-                    here = os.fstat(dir_fd)
-                    match = [c for c in os.listdir(parent) if _same(_lstat(c, parent), here)]
-                    if not match:
-                        raise WorkspaceFileNotFound(f"not found: {path}")
-                    self._remove_entry(parent, match[0], recursive=recursive, path=path)
-                finally:
-                    os.close(parent)
-                return
+            if name == ".":  # a directory reached by "..": named by its own name, it is removed
+                raise FileProblem(f"name the directory itself, not a path ending in '..': {path}")
             self._remove_entry(dir_fd, name, recursive=recursive, path=path)
 
         self._walk(path, lambda _fd, _name, _st: None)  # refuses a link that leads outside
@@ -527,10 +518,6 @@ class WorkspaceFiles:
                 os.close(fd)
 
         return self._walk(path, resolving)
-
-
-def _same(st: os.stat_result | None, other: os.stat_result) -> bool:
-    return st is not None and (st.st_dev, st.st_ino) == (other.st_dev, other.st_ino)
 
 
 def too_large(path: str, size: int, limit: int) -> FileProblem:
