@@ -49,9 +49,12 @@ def limited(gateway_settings: GatewaySettings) -> Iterator[httpx.Client]:
         yield http
 
 
-def wait_done(client: httpx.Client, command_id: str, rounds: int = 50) -> dict[str, Any]:
-    """Long-poll the command until it ends (each round waits for new output or the end)."""
-    for _ in range(rounds):
+def wait_done(client: httpx.Client, command_id: str, seconds: float = 60) -> dict[str, Any]:
+    """Long-poll the command until it ends (each round waits for new output or the end), bounded in
+    time, not in rounds: a round with output already there answers at once, and on a loaded machine
+    the end can come many such rounds after the last output."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
         state = data(client.get(f"/v2/commands/{command_id}", params={"wait": 2}))
         if state["status"] != "running":
             return state

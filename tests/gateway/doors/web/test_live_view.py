@@ -221,11 +221,11 @@ def test_a_click_at_the_buttons_screen_coordinates_presses_it(
 
     with shown_page(display.cdp_url, f"{pages_url}/form") as page:
         act({"action_type": "CLICK", "x": 140, "y": 70})  # #go: 40..240 x 40..100 on a kiosk screen
-        page.wait_for_function("document.title === 'clicked 1'", timeout=5000)
+        page.wait_for_function("document.title === 'clicked 1'", timeout=20_000)
         act({"action_type": "CLICK", "x": 190, "y": 160})  # #name
         act({"action_type": "TYPING", "text": "Hi, X! é"})
-        page.wait_for_function("document.getElementById('name').value === 'Hi, X! é'", timeout=5000)
+        page.wait_for_function("document.getElementById('name').value === 'Hi, X! é'", timeout=20_000)
         act({"action_type": "HOTKEY", "keys": ["ctrl", "a"]})
         act({"action_type": "PRESS", "key": "Backspace"})
-        page.wait_for_function("document.getElementById('name').value === ''", timeout=5000)
+        page.wait_for_function("document.getElementById('name').value === ''", timeout=20_000)
         assert any(e["type"] == "click" and e["target"] == "go" for e in page.evaluate("window.log"))
