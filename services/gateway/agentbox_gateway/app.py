@@ -126,7 +126,12 @@ def build_app(settings: GatewaySettings, *, clock: Callable[[], float] = time.mo
     if not settings.observability.traces:
         untraced(mcp_server)
     mcp_routes = build_mcp_routes(
-        mcp_server, settings.host, upstreams=upstreams, builtins=frozenset(registry.names), running=running
+        mcp_server,
+        settings.host,
+        upstreams=upstreams,
+        builtins=frozenset(registry.names),
+        running=running,
+        changes=watch.bus,
     )
 
     @contextlib.asynccontextmanager

@@ -49,6 +49,13 @@ def test_mcp_needs_the_key(keyed_gateway: str) -> None:
     assert ok.status_code == 200 and len(ok.json()["result"]["tools"]) >= 10
 
 
+def test_the_mcp_notification_stream_needs_the_key(keyed_gateway: str) -> None:
+    url, accept = f"{keyed_gateway}/mcp", {"Accept": "text/event-stream"}
+    assert shared_http.get(url, headers=accept).status_code == 401
+    with httpx.stream("GET", url, headers={**accept, **bearer()}, timeout=10) as opened:
+        assert opened.status_code == 200 and opened.headers["content-type"].startswith("text/event-stream")
+
+
 def test_rest_needs_the_key_and_health_does_not(keyed_gateway: str) -> None:
     assert shared_http.get(f"{keyed_gateway}/health").status_code == 200
     denied = shared_http.get(f"{keyed_gateway}/v1/sandbox")

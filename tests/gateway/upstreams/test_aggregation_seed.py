@@ -72,7 +72,9 @@ def test_the_seed_run(peer: str) -> None:
 
         peer_tools = rpc(peer, "tools/list").json()["result"]["tools"]
         published = rpc(mcp, "tools/list").json()["result"]["tools"][10:]
-        assert published == [{**t, "name": f"peer_{t['name']}"} for t in peer_tools]
+        # as the peer publishes them, and each may run as a task of this gateway (handshake-era listing)
+        task_capable = {"taskSupport": "optional"}
+        assert published == [{**t, "name": f"peer_{t['name']}", "execution": task_capable} for t in peer_tools]
 
         through = call_tool(mcp, "peer_sandbox_execute_bash", BASH_ARGS, id=2)
         direct = call_tool(peer, "sandbox_execute_bash", BASH_ARGS, id=2)

@@ -10,12 +10,15 @@ from typing import Any, Protocol, TypeVar, cast
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentbox_common.mcp_progress import LogLevel, RunningCalls, cancelled_result
 from agentbox_common.mcp_tasks import TaskPolicy, call_as_task, declares_tasks
 from agentbox_common.mcp_tasks import install as install_tasks
+from agentbox_common.mcp_tasks.handshake import CAPABILITY as HANDSHAKE_TASKS
 
 from .registry import ToolRegistry
 
@@ -70,17 +73,21 @@ def build_server(
     read nothing of their call, and are handed ``None``); ``running``: calls
     ``notifications/cancelled`` may stop (answered :func:`cancelled_result`); ``log_level``:
     ``logging/setLevel`` is served (declaring the ``logging`` capability); ``listen``:
-    ``subscriptions/listen`` is served (2026-07-28 clients are told ``listChanged``); ``tasks``: long
-    calls of the tools it names become tasks for clients that declare the extension
+    ``subscriptions/listen`` is served and the host serves the GET stream too (clients of both eras
+    are told ``listChanged``); ``tasks``: long calls of the tools it names become tasks, for clients
+    that declare the extension or, in the handshake era, send ``params.task``
     (:mod:`agentbox_common.mcp_tasks`)."""
 
     make_context: CallContext[Any] = call_context if call_context is not None else _no_context
 
     async def list_tools(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         tools = registry.tools()
+        if more is not None:
+            tools.extend(await more.list_tools())
+        if tasks is not None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            tools = [_task_capable(tool) if tasks.eligible(tool.name) else tool for tool in tools]
         if more is None:
             return types.ListToolsResult(tools=tools)
-        tools.extend(await more.list_tools())
         return types.ListToolsResult(tools=tools, ttl_ms=more.ttl_ms)
 
     async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult | dict[str, Any]:
@@ -144,9 +151,38 @@ def build_server(
     if log_level is not None:
         log_level.install(server)
     if tasks is not None:
-        install_tasks(server, tasks.store)
+        install_tasks(server, tasks)
+    handshake_capabilities: dict[str, Any] = {}
+    if tasks is not None:
+        handshake_capabilities["tasks"] = HANDSHAKE_TASKS
+    if listen is not None:
+        handshake_capabilities["tools"] = {"listChanged": True}
+    if handshake_capabilities:
+        server.middleware.append(HandshakeCapabilities(handshake_capabilities))
     return server
 
 
 def _no_context(ctx: Context) -> None:
     return None
+
+
+def _task_capable(tool: types.Tool) -> types.Tool:
+    return tool.model_copy(update={"execution": types.ToolExecution(task_support="optional")})
+
+
+class HandshakeCapabilities:
+    """Adds to the ``initialize`` answer what the SDK does not derive for the handshake era: the
+    ``tasks`` capability (2025-11-25's, which the SDK types but does not serve) and ``listChanged``
+    for a server whose host delivers change notifications on the GET stream."""
+
+    def __init__(self, extra: dict[str, dict[str, Any]]) -> None:
+        self.extra = extra
+
+    async def __call__(self, ctx: Context, call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method != "initialize" or not isinstance(result, dict):
+            return result
+        capabilities = dict(result.get("capabilities") or {})
+        for name, value in self.extra.items():
+            capabilities[name] = {**capabilities.get(name, {}), **value}
+        return {**result, "capabilities": capabilities}

@@ -149,7 +149,7 @@ class ToolCallFastPath:
         name = params.get("name")
         if not isinstance(name, str) or (sse and progress_token_from_params(params) is not None):
             return None
-        if declares_tasks(params):  # the call may become a task: the SDK's way (mcp_tasks)
+        if declares_tasks(params) or "task" in params:  # the call may become a task: the SDK's way (mcp_tasks)
             return None
         handler = next((handler for handler in self.handlers if handler.owns(name)), None)
         if handler is None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.subscriptions import SubscriptionBus
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import HTTPConnection
 from starlette.routing import Route
@@ -28,6 +29,7 @@ from . import streaming
 from .edge import MCP_PATH, McpEdge
 from .fast_path import BuiltinCalls, FastCalls, ToolCallFastPath
 from .forwarding import UpstreamCalls
+from .notifications import ChangeStream
 from .tools.registry import BuiltinRegistry, ToolContext
 
 INSTRUCTIONS = (
@@ -113,6 +115,7 @@ def build_mcp_routes(
     upstreams: UpstreamRouter | None = None,
     builtins: frozenset[str] = frozenset(),
     running: RunningCalls | None = None,
+    changes: SubscriptionBus | None = None,
     fast_path: bool = True,
 ) -> list[Route]:
     """``/mcp``: the SDK's streamable-HTTP endpoint (stateless, JSON answers, 8 MiB body limit),
@@ -124,7 +127,8 @@ def build_mcp_routes(
     rule to MCP, REST and CDP alike (``AIO_ALLOWED_HOSTS``, ``AIO_ALLOWED_ORIGINS``). The route is
     wrapped in :class:`McpEdge` (missing ``Accept``, JSON-RPC error bodies). Calls with a progress
     token are answered over SSE (``streaming``). ``fast_path=False`` sends every request the SDK's
-    way (to compare the two)."""
+    way (to compare the two). ``changes``: a ``GET`` opens the stream of change notifications
+    (``notifications``) for handshake-era clients, fed by this bus."""
     transport_security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     sse_endpoint, sse_manager = streaming.sse_endpoint(
         server, max_request_body_size=MAX_MCP_BODY_BYTES, security_settings=transport_security
@@ -150,4 +154,6 @@ def build_mcp_routes(
                 UpstreamCalls(upstreams, builtins=builtins, server_info=server.server_info_stamp, running=running)
             )
         endpoint = ToolCallFastPath(endpoint, handlers, max_body=MAX_MCP_BODY_BYTES)
+    if changes is not None:
+        endpoint = ChangeStream(endpoint, changes)
     return [Route(MCP_PATH, endpoint=McpEdge(endpoint, MAX_MCP_BODY_BYTES))]

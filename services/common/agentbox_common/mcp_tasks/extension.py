@@ -1,0 +1,130 @@
+"""The tasks extension's wire (``io.modelcontextprotocol/tasks``, SEP-2663, for 2026-07-28 clients):
+a ``tools/call`` from a client that declared the extension on that request, still running after
+:data:`SYNC_WINDOW`, is answered with a flat ``CreateTaskResult``; ``tasks/get`` inlines the result
+(or error, or ``inputRequests``), ``tasks/update`` carries ``inputResponses``, ``tasks/cancel`` is an
+empty ack. ``_meta["dev.agentbox/idempotency-key"]`` on a call returns the task already made under that
+key, ``_meta["dev.agentbox/output"]`` on ``tasks/get`` the output printed so far."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.server import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from .store import Status, Task, TaskPolicy, TaskStore, stamp
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+IDEMPOTENCY_KEY = "dev.agentbox/idempotency-key"
+OUTPUT = "dev.agentbox/output"
+#: The spec's "Missing required client capability".
+MISSING_CAPABILITY = -32021
+#: A call still running after this long becomes a task; one done by then is answered as usual.
+SYNC_WINDOW = 0.2
+POLL_INTERVAL_MS = 500
+MAX_KEY_LENGTH = 200
+
+
+def task_fields(task: Task) -> dict[str, Any]:
+    """The spec's ``Task`` shape."""
+    fields: dict[str, Any] = {
+        "taskId": task.task_id,
+        "status": task.status.value,
+        "createdAt": stamp(task.created),
+        "lastUpdatedAt": stamp(task.updated),
+        "ttlMs": TaskStore.ttl_ms(task),
+        "pollIntervalMs": POLL_INTERVAL_MS,
+    }
+    if task.status_message is not None:
+        fields["statusMessage"] = task.status_message
+    return fields
+
+
+def detailed_task(task: Task) -> dict[str, Any]:
+    """``tasks/get``'s ``DetailedTask``: the task, with its result, error or input requests inlined."""
+    answer = task_fields(task)
+    if task.status == Status.COMPLETED and task.result is not None:
+        answer["result"] = task.result
+    elif task.status == Status.FAILED and task.error is not None:
+        answer["error"] = task.error
+    elif task.status == Status.INPUT_REQUIRED and task.input_requests is not None:
+        answer["inputRequests"] = task.input_requests
+    answer["_meta"] = output_meta(task)
+    return answer
+
+
+def output_meta(task: Task) -> dict[str, Any]:
+    """``tasks/get``'s ``_meta`` on both wires: the output printed so far (its newest part) and how
+    much was printed in all."""
+    return {OUTPUT: {"text": task.output, "total": task.output_total}}
+
+
+def declares_tasks(params: Mapping[str, Any] | None) -> bool:
+    """Whether a request's ``_meta`` declares the tasks extension among its client capabilities."""
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    capabilities = meta.get(CLIENT_CAPABILITIES) if isinstance(meta, Mapping) else None
+    extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
+    return isinstance(extensions, Mapping) and EXTENSION in extensions
+
+
+def require_extension(params: Mapping[str, Any] | None) -> None:
+    if not declares_tasks(params):
+        raise MCPError(
+            MISSING_CAPABILITY,
+            "Missing required client capability",
+            {"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+        )
+
+
+def idempotency_key(params: Mapping[str, Any] | None) -> str | None:
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    key = meta.get(IDEMPOTENCY_KEY) if isinstance(meta, Mapping) else None
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key or len(key) > MAX_KEY_LENGTH:
+        raise MCPError(types.INVALID_PARAMS, f"{IDEMPOTENCY_KEY} must be a string of 1 to {MAX_KEY_LENGTH} characters")
+    return key
+
+
+async def call_as_task(
+    policy: TaskPolicy,
+    ctx: ServerRequestContext[Any, Any],
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    call: Callable[[], Awaitable[types.CallToolResult]],
+) -> types.CallToolResult | dict[str, Any]:
+    """``call()`` as a task when the policy and the request allow it: the plain result if it is done
+    within :data:`SYNC_WINDOW`, else the ``CreateTaskResult``."""
+    if not policy.eligible(name) or not declares_tasks(ctx.params):
+        return await call()
+    task = policy.store.start(name, arguments, idempotency_key(ctx.params), call)
+    if task is None:
+        return await call()
+    with anyio.move_on_after(SYNC_WINDOW):
+        await task.done.wait()
+    if task.status == Status.COMPLETED and task.result is not None:
+        return types.CallToolResult.model_validate(task.result)
+    if task.status == Status.FAILED and task.error is not None:
+        raise MCPError(task.error.get("code", types.INTERNAL_ERROR), task.error.get("message", ""))
+    return {"resultType": "task", **task_fields(task)}
+
+
+def get(store: TaskStore, params: Mapping[str, Any] | None, task_id: str) -> dict[str, Any]:
+    require_extension(params)
+    return detailed_task(store.get(task_id))
+
+
+def update(store: TaskStore, params: Mapping[str, Any] | None, task_id: str, responses: Mapping[str, Any]) -> None:
+    """Answers for a task waiting on input; for one that asks nothing they are ignored, as the spec allows."""
+    require_extension(params)
+    store.get(task_id).answer(responses)
+
+
+def cancel(store: TaskStore, params: Mapping[str, Any] | None, task_id: str) -> None:
+    """An empty ack, on a running task as on a finished one (idempotent)."""
+    require_extension(params)
+    store.cancel(task_id)
