@@ -22,7 +22,15 @@ def ts_sdk() -> Path:
     if not (package / "package.json").exists():
         root.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [npm(), "install", "--silent", "--no-save", "--prefix", str(root), f"@modelcontextprotocol/sdk@{TS_SDK_VERSION}"],
+            [
+                npm(),
+                "install",
+                "--silent",
+                "--no-save",
+                "--prefix",
+                str(root),
+                f"@modelcontextprotocol/sdk@{TS_SDK_VERSION}",
+            ],
             check=True,
             capture_output=True,
             timeout=600,
