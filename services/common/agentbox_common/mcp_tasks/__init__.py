@@ -15,7 +15,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from . import extension, handshake
-from .extension import EXTENSION, call_as_task, declares_tasks
+from .extension import EXTENSION, call_as_task, declares_tasks, task_input
 from .handshake import TaskMiddleware
 from .store import Status, Task, TaskPolicy, TaskStore, current_task, task_output
 
@@ -29,6 +29,7 @@ __all__ = [
     "current_task",
     "declares_tasks",
     "install",
+    "task_input",
     "task_output",
 ]
 

@@ -15,7 +15,7 @@ from mcp import types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from .store import Status, Task, TaskPolicy, TaskStore, stamp
+from .store import Status, Task, TaskPolicy, TaskStore, current_task, stamp
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -27,6 +27,8 @@ MISSING_CAPABILITY = -32021
 SYNC_WINDOW = 0.2
 POLL_INTERVAL_MS = 500
 MAX_KEY_LENGTH = 200
+#: The key of the one input request a tool's question makes.
+INPUT_KEY = "input"
 
 
 def task_fields(task: Task) -> dict[str, Any]:
@@ -71,6 +73,44 @@ def declares_tasks(params: Mapping[str, Any] | None) -> bool:
     return isinstance(extensions, Mapping) and EXTENSION in extensions
 
 
+def elicits(params: Mapping[str, Any] | None) -> bool:
+    """Whether the request's client declares it answers elicitation (form mode)."""
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    capabilities = meta.get(CLIENT_CAPABILITIES) if isinstance(meta, Mapping) else None
+    return isinstance(capabilities, Mapping) and isinstance(capabilities.get("elicitation"), Mapping)
+
+
+def task_input() -> Callable[[str], Awaitable[str | None]] | None:
+    """How the running tool asks its client for a line of text (``input_required``, an elicitation
+    form of one string field), when it runs as a task of a client that answers elicitation."""
+    task = current_task()
+    if task is None or not task.interactive:
+        return None
+
+    async def ask(prompt: str) -> str | None:
+        request = {
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": prompt,
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {INPUT_KEY: {"type": "string", "title": "Input", "description": "The line to type"}},
+                    "required": [INPUT_KEY],
+                },
+            },
+        }
+        answers = await task.ask({INPUT_KEY: request}, message=f"waiting for input: {prompt}")
+        answer = answers.get(INPUT_KEY)
+        if not isinstance(answer, Mapping) or answer.get("action") != "accept":
+            return None
+        content = answer.get("content")
+        value = content.get(INPUT_KEY) if isinstance(content, Mapping) else None
+        return value if isinstance(value, str) else None
+
+    return ask
+
+
 def require_extension(params: Mapping[str, Any] | None) -> None:
     if not declares_tasks(params):
         raise MCPError(
@@ -101,7 +141,7 @@ async def call_as_task(
     within :data:`SYNC_WINDOW`, else the ``CreateTaskResult``."""
     if not policy.eligible(name) or not declares_tasks(ctx.params):
         return await call()
-    task = policy.store.start(name, arguments, idempotency_key(ctx.params), call)
+    task = policy.store.start(name, arguments, idempotency_key(ctx.params), call, interactive=elicits(ctx.params))
     if task is None:
         return await call()
     with anyio.move_on_after(SYNC_WINDOW):

@@ -47,6 +47,8 @@ class Task:
     updated: float
     #: Seconds the task is kept once ended (its ``ttlMs`` counts them from its end).
     retain_seconds: float
+    #: Whether its client can be asked for input (``input_required``): it answers elicitation.
+    interactive: bool = False
     status: Status = Status.WORKING
     status_message: str | None = None
     #: The call's result (a ``CallToolResult`` as sent), or its JSON-RPC error.
@@ -138,6 +140,7 @@ class TaskStore:
         work: Callable[[], Awaitable[Any]],
         *,
         retain_seconds: float | None = None,
+        interactive: bool = False,
     ) -> Task | None:
         """A new task running ``work``, or the one ``key`` made before; ``None`` when no more may run
         (the call is then answered as a plain one). ``retain_seconds``: the client's wish, at most
@@ -153,7 +156,7 @@ class TaskStore:
             return None
         now = time.time()
         retain = self.retain_seconds if retain_seconds is None else max(0.0, min(retain_seconds, self.retain_seconds))
-        task = Task(secrets.token_urlsafe(24), tool, fingerprint, now, now, retain)
+        task = Task(secrets.token_urlsafe(24), tool, fingerprint, now, now, retain, interactive)
         self._tasks[task.task_id] = task
         if key is not None:
             self._keys[key] = task.task_id

@@ -17,7 +17,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from agentbox_common.mcp_progress import LogLevel, RunningCalls
-from agentbox_common.mcp_tasks import TaskPolicy, TaskStore, task_output
+from agentbox_common.mcp_tasks import TaskPolicy, TaskStore, task_input, task_output
 from agentbox_common.mcp_tools import build_server
 from agentbox_common.mcp_tools.counting import count_call
 
@@ -78,7 +78,7 @@ def tool_context(ctx: ServerRequestContext[Any, Any]) -> ToolContext:
     """A built-in call's context: the HTTP request it came with (the SDK's transports and the fast
     path hand it to the SDK as the message's request context) and, when asked for, a progress sink."""
     request = ctx.request if isinstance(ctx.request, HTTPConnection) else None
-    return ToolContext(request=request, output=task_output() or streaming.output_sink(ctx))
+    return ToolContext(request=request, output=task_output() or streaming.output_sink(ctx), ask=task_input())
 
 
 class UpstreamTools:

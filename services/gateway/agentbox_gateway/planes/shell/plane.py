@@ -24,6 +24,7 @@ from .commands import CommandLimits, Commands
 from .detached import DetachedApp, start_detached
 from .errors import InvalidRequest, SessionExists, SessionLimit, SessionNotFound
 from .programs import Programs
+from .prompts import PROMPT_CHARS, Ask, answer_prompts
 from .pty import PtyLimits, PtySessions
 from .record import CommandRecord
 from .session import DEFAULT_NO_CHANGE_TIMEOUT, ShellSession
@@ -382,11 +383,13 @@ class ShellPlane:
         time_limit: float | None = None,
         session_id: str | None = None,
         on_output: OutputSink | None = None,
+        ask: Ask | None = None,
     ) -> CommandRecord:
         """``sandbox_execute_bash``: run to the end (killed after ``time_limit`` s) in the shared
-        session, a new one, or ``session_id``; stdin is closed, stderr interleaved with stdout.
-        ``on_output`` gets the output as it is printed. Cancelling the call kills the command (the
-        session stays usable)."""
+        session, a new one, or ``session_id``; stderr interleaved with stdout. stdin is closed, or,
+        with ``ask``, a pipe: a prompt the command waits on is handed to ``ask`` and its answer typed
+        (:mod:`.prompts`). ``on_output`` gets the output as it is printed. Cancelling the call kills
+        the command (the session stays usable)."""
         time_limit = DEFAULT_TOOL_TIMEOUT if time_limit is None else time_limit
         if time_limit <= 0:
             raise InvalidRequest("timeout must be a positive number of seconds")
@@ -394,12 +397,21 @@ class ShellPlane:
             session = await self.create_session(session_id, auto=True)
         else:
             session = await self.session(session_id or DEFAULT_SESSION_ID)
-        record = await session.start(command, cwd=cwd, hard_timeout=time_limit, busy_wait=time_limit)
+        record = await session.start(
+            command, cwd=cwd, hard_timeout=time_limit, busy_wait=time_limit, interactive=ask is not None
+        )
+        tail = ""
         try:
-            if on_output is not None:
-                async for chunk in record.follow():
-                    await on_output(chunk)
-            await record.finished.wait()
+            async with anyio.create_task_group() as group:
+                if ask is not None:
+                    group.start_soon(answer_prompts, session, record, ask, lambda: tail)
+                if on_output is not None or ask is not None:
+                    async for chunk in record.follow():
+                        tail = (tail + chunk)[-PROMPT_CHARS:]
+                        if on_output is not None:
+                            await on_output(chunk)
+                await record.finished.wait()
+                group.cancel_scope.cancel()
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await session.stop(record, "cancelled")

@@ -15,6 +15,7 @@ from starlette.requests import HTTPConnection
 from agentbox_common.mcp_tools import ToolRegistry, ToolSpec
 from agentbox_common.mcp_tools.registry import ContextHandler, Handler
 
+from ....planes.shell.prompts import Ask
 from ....planes.streaming import OutputSink
 from ...shared.addresses import request_public_base
 
@@ -33,6 +34,9 @@ class ToolContext:
     #: Where the tool sends its output while it runs (a call that asked for progress); ``None``:
     #: the tool streams nothing.
     output: OutputSink | None = None
+    #: How the tool asks its caller for a line of input (a task whose client answers elicitation:
+    #: ``input_required``); ``None``: nobody can be asked.
+    ask: Ask | None = None
 
     def public_base(self, fallback: str) -> str:
         """The gateway's address as this call's caller reaches it; ``fallback`` without a request."""

@@ -18,10 +18,11 @@ DESCRIPTION = (
     "Commands run in one shared bash session unless new_session is set, so the working directory, "
     "exported variables and shell functions carry over between calls; the result's cwd is where the "
     "session ended. Output (stdout and stderr interleaved) is cut to its first and last "
-    f"{OUTPUT_LIMIT // 2:,} characters when longer; stdin is empty. A session owns what it starts, "
-    "background jobs and setsid/nohup ones too: they die when it is closed or cleaned up. For a dev "
-    "server or other app that must keep running, set detach (it returns at once with the app's pid "
-    "and log_file)."
+    f"{OUTPUT_LIMIT // 2:,} characters when longer; stdin is empty, except in a task of a client that "
+    "answers elicitation, which is asked for the line a command waits on (input_required). A session "
+    "owns what it starts, background jobs and setsid/nohup ones too: they die when it is closed or "
+    "cleaned up. For a dev server or other app that must keep running, set detach (it returns at once "
+    "with the app's pid and log_file)."
 )
 
 INPUT_SCHEMA: dict[str, Any] = {
@@ -70,6 +71,7 @@ def tools(planes: Planes) -> list[BuiltinSpec]:
             time_limit=args.get("timeout"),
             session_id=args.get("session_id") or None,
             on_output=call.output,
+            ask=call.ask,
         )
         return json_result(
             {
