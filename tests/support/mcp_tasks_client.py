@@ -11,7 +11,6 @@ from typing import Any, Literal
 import anyio
 from mcp import types
 from mcp.client import ClaimContext, ClientExtension, ResultClaim
-from mcp.client.session import ClientSession
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 OUTPUT = "dev.agentbox/output"

@@ -31,6 +31,7 @@ from tests.support.mcp_tasks_client import (
     TasksClient,
     UpdateTask,
 )
+from tests.support.polling import eventually
 from tests.support.servers import free_port, serve_app
 
 pytestmark = pytest.mark.anyio
@@ -62,10 +63,14 @@ async def get(session: ClientSession, task_id: str) -> DetailedTask:
 
 
 async def wait_for(session: ClientSession, task_id: str, predicate: Any, seconds: float = 30) -> DetailedTask:
-    with anyio.fail_after(seconds):
-        while not predicate(task := await get(session, task_id)):
-            await anyio.sleep(0.1)
-    return task
+    """The task once ``predicate`` holds for it, polled as a client would."""
+    deadline = time.monotonic() + seconds
+    while True:
+        task = await get(session, task_id)
+        if predicate(task):
+            return task
+        assert time.monotonic() < deadline, f"task {task_id} is still {task.status}"
+        await anyio.sleep(0.1)
 
 
 def gone(pid: int) -> bool:
@@ -87,9 +92,7 @@ async def test_a_30s_command_shows_its_output_and_cancel_kills_it(mcp_url: str, 
         ended = await wait_for(connected.session, created.task_id, lambda t: t.status != "working")
         assert ended.status == "cancelled"
     shell = int(marker.read_text())
-    with anyio.fail_after(15):
-        while not gone(shell):
-            await anyio.sleep(0.1)
+    assert await eventually(lambda: gone(shell), 15)
 
 
 async def test_the_result_outlives_the_connection_that_made_it(mcp_url: str) -> None:
