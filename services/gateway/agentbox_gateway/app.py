@@ -121,6 +121,7 @@ def build_app(settings: GatewaySettings, *, clock: Callable[[], float] = time.mo
     registry = BuiltinRegistry(builtin_tools(planes))
     running = RunningCalls()  # the door's and the upstream forwarder's calls, for notifications/cancelled
     watch = ListWatch(upstreams, reserved=registry.names, settled_interval=settings.upstream_list_cache_ttl)
+    planes.context.on_skills_change(watch.changed)
     tasks = TaskStore(retain_seconds=settings.task_retain_seconds, max_running=settings.command_max_running)
     mcp_server = build_mcp_server(registry, upstreams, running, watch, tasks)
     if not settings.observability.traces:

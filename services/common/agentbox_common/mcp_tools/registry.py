@@ -51,11 +51,14 @@ class ToolSpec(Generic[H]):
     #: What the arguments are checked against when it is wider than ``input_schema``: a tool can
     #: publish a schema strict clients accept and still take what older clients send.
     accepts: dict[str, Any] | None = None
+    #: The description as of now, for a tool whose description names what the sandbox holds (cheap:
+    #: called on every ``tools/list``); ``None``: always ``description``.
+    describe: Callable[[], str] | None = None
 
     def to_tool(self) -> types.Tool:
         return types.Tool(
             name=self.name,
-            description=self.description,
+            description=self.describe() if self.describe is not None else self.description,
             input_schema=self.input_schema,
             output_schema=self.output_schema,
         )
@@ -90,7 +93,10 @@ class ToolRegistry(Generic[C]):
         return list(self._specs)
 
     def tools(self) -> list[types.Tool]:
-        return list(self._tools)
+        return [
+            spec.to_tool() if spec.describe is not None else tool
+            for spec, tool in zip(self._specs.values(), self._tools, strict=True)
+        ]
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
         spec = self._specs.get(name)

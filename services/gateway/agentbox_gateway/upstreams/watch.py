@@ -75,9 +75,11 @@ class ListWatch:
         self.settled_interval = max(settled_interval, WAITING_INTERVAL)
         self.bus = CountedBus()
         self.listen = ListenHandler(self.bus)
-        router.on_change(self._changed)
+        router.on_change(self.changed)
 
-    async def _changed(self) -> None:
+    async def changed(self) -> None:
+        """Tell the listening clients the tool list changed (an upstream's list, or a built-in's
+        description: the skills ``sandbox_load_skill`` names)."""
         await self.bus.publish(ToolsListChanged())
 
     async def run(self) -> None:

@@ -1,15 +1,13 @@
 """The official Python client (2026-07-28) with the tasks extension against a real gateway: a 30 s
 command is a task (handle in under a second, output while it runs, cancel kills its process), its
 result is read after the creating connection closed, an idempotency key runs a command once,
-``call_tool`` resolves a task transparently, a command at a prompt surfaces as ``input_required``,
-and ``subscriptions/listen`` hears an upstream start and die (one notification each)."""
+``call_tool`` resolves a task transparently, and a command at a prompt surfaces as ``input_required``."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +15,7 @@ import anyio
 import pytest
 from mcp import Client, types
 from mcp.client.session import ClientSession
-from mcp.shared.subscriptions import ToolsListChanged
 
-from agentbox_gateway.app import build_app
-from agentbox_gateway.settings import GatewaySettings
-from tests.gateway.upstreams.test_aggregation_fakes import upstream_process
 from tests.support.mcp_tasks_client import (
     CancelTask,
     CreatedTask,
@@ -32,7 +26,6 @@ from tests.support.mcp_tasks_client import (
     UpdateTask,
 )
 from tests.support.polling import eventually
-from tests.support.servers import free_port, serve_app
 
 pytestmark = pytest.mark.anyio
 
@@ -153,36 +146,3 @@ async def test_without_elicitation_a_prompt_reads_end_of_input(mcp_url: str) -> 
     async with Client(mcp_url, extensions=[TasksClient()]) as connected:
         result = await connected.call_tool(BASH, {"cmd": "sleep 0.5; read reply || echo 'no input'"})
     assert "no input" in result.content[0].text  # type: ignore[union-attr]
-
-
-@pytest.fixture
-def upstream_port() -> int:
-    return free_port()
-
-
-@pytest.fixture
-def aggregating_gateway(gateway_settings: GatewaySettings, upstream_port: int) -> Iterator[str]:
-    servers = {"later": {"url": f"http://127.0.0.1:{upstream_port}/mcp", "prefix": "later"}}
-    with serve_app(build_app(replace(gateway_settings, mcp_servers=servers))) as url:
-        yield url
-
-
-async def test_listen_hears_an_upstream_start_and_die(aggregating_gateway: str, upstream_port: int) -> None:
-    async with Client(f"{aggregating_gateway}/mcp") as connected:
-        assert (await connected.session.discover()).capabilities.tools.list_changed  # type: ignore[union-attr]
-        names = {tool.name for tool in (await connected.list_tools()).tools}
-        assert "later_ping" not in names
-        async with connected.listen(tools_list_changed=True) as subscription:
-            events = aiter(subscription)
-            with upstream_process(upstream_port, "later", ["ping"]) as process:
-                with anyio.fail_after(30):
-                    assert isinstance(await anext(events), ToolsListChanged)
-                assert "later_ping" in {tool.name for tool in (await connected.list_tools()).tools}
-                process.kill()
-                process.wait()
-                with anyio.fail_after(30):
-                    assert isinstance(await anext(events), ToolsListChanged)
-            assert "later_ping" not in {tool.name for tool in (await connected.list_tools()).tools}
-            with anyio.move_on_after(3) as quiet:
-                await anext(events)
-            assert quiet.cancelled_caught, "one notification each, nothing more"

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.subscriptions import ServerEvent, SubscriptionBus
 from mcp.shared.subscriptions import event_to_notification
@@ -52,31 +53,31 @@ class ChangeStream:
             await JSONResponse(refusal, status_code=503, headers={"Retry-After": "5"})(scope, receive, send)
             return
         self.open += 1
-        try:
-            response = EventSourceResponse(self._events(), ping=KEEPALIVE, headers={"Cache-Control": "no-cache"})
-            await response(scope, receive, send)
-        finally:
-            self.open -= 1
-
-    async def _events(self) -> AsyncIterator[ServerSentEvent]:
-        send, receive = anyio.create_memory_object_stream[ServerEvent](BACKLOG)
+        # subscribed before the answer starts: a change right after the client sees 200 is not missed
+        send_event, events = anyio.create_memory_object_stream[ServerEvent](BACKLOG)
 
         def deliver(event: ServerEvent) -> None:
             try:
-                send.send_nowait(event)
+                send_event.send_nowait(event)
             except anyio.WouldBlock:  # a reader this far behind lists again when it reconnects
-                send.close()
+                send_event.close()
             except anyio.ClosedResourceError:
                 pass
 
         unsubscribe = self.bus.subscribe(deliver)
         try:
-            async with receive:
-                async for event in receive:
-                    yield ServerSentEvent(json.dumps(notification_message(event)), event="message")
+            response = EventSourceResponse(_messages(events), ping=KEEPALIVE, headers={"Cache-Control": "no-cache"})
+            await response(scope, receive, send)
         finally:
             unsubscribe()
-            send.close()
+            send_event.close()
+            self.open -= 1
+
+
+async def _messages(events: MemoryObjectReceiveStream[ServerEvent]) -> AsyncIterator[ServerSentEvent]:
+    async with events:
+        async for event in events:
+            yield ServerSentEvent(json.dumps(notification_message(event)), event="message")
 
 
 def notification_message(event: ServerEvent) -> dict[str, Any]:

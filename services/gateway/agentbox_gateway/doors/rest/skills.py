@@ -44,7 +44,7 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
         data = await file.read(skills.ARCHIVE_MAX_BYTES + 1) if file is not None else b""
         if len(data) > skills.ARCHIVE_MAX_BYTES:
             raise TooLarge(f"the archive is larger than {skills.ARCHIVE_MAX_BYTES} bytes")
-        installed = await skills.register_skills(root, data, path or None, name or None)
+        installed = await planes.context.register_skills(data, path or None, name or None)
         return ok({"count": len(installed), "registered": [_metadata(info) for info in installed]})
 
     @api.get("/metadatas")
@@ -62,12 +62,12 @@ def router(planes: Planes, settings: GatewaySettings) -> APIRouter:
     @api.delete("/{name}")
     async def delete(name: str = _NAME) -> dict[str, Any]:
         """Remove one skill; answers its metadata as it was."""
-        return ok(_metadata(await skills.delete_skill(root, name)))
+        return ok(_metadata(await planes.context.delete_skill(name)))
 
     @api.delete("")
     async def clear() -> dict[str, Any]:
         """Remove every skill folder; ``{removed: [names], count}``."""
-        removed = await skills.clear_skills(root)
+        removed = await planes.context.clear_skills()
         return ok({"removed": removed, "count": len(removed)})
 
     return api

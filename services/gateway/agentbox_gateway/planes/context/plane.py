@@ -16,6 +16,7 @@ import pwd
 import re
 import shutil
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from ..preview import PreviewHosts, preview_links
 from .capabilities import BrowserStatus, Capabilities, CapabilityReport
 from .errors import ContextError, ListingToolUnavailable
 from .ports import app_ports, listeners, listening_ports
-from .skills import load_skill
+from .skills import SkillInfo, clear_skills, delete_skill, load_skill, register_skills, skill_names
 
 #: How long runtime/tool probes stay fresh (seconds).
 PROBE_TTL = 30.0
@@ -239,6 +240,7 @@ class ContextPlane:
         self._probed: tuple[float, dict[str, list[dict[str, Any]]], list[dict[str, Any]]] | None = None
         self._probe_lock = anyio.Lock()
         self._capabilities = Capabilities()
+        self._skill_listeners: list[Callable[[], Awaitable[None]]] = []
 
     async def aclose(self) -> None:
         self._probed = None
@@ -335,6 +337,35 @@ class ContextPlane:
     async def load_skill(self, name: str | None = None) -> str:
         """No name: the skills list; a name: that skill's SKILL.md (see :func:`skills.load_skill`)."""
         return await load_skill(self.settings.skills_path, name)
+
+    def skill_names(self) -> list[str]:
+        """The installed skills right now (one directory read: what ``sandbox_load_skill`` names)."""
+        return skill_names(self.settings.skills_path)
+
+    def on_skills_change(self, listener: Callable[[], Awaitable[None]]) -> None:
+        """Await ``listener`` after skills are registered, deleted or cleared here."""
+        self._skill_listeners.append(listener)
+
+    async def register_skills(self, data: bytes | None, path: str | None, name: str | None) -> list[SkillInfo]:
+        """Install an archive's or a folder's skills (see :func:`skills.register_skills`)."""
+        installed = await register_skills(self.settings.skills_path, data, path, name)
+        await self._skills_changed()
+        return installed
+
+    async def delete_skill(self, name: str) -> SkillInfo:
+        removed = await delete_skill(self.settings.skills_path, name)
+        await self._skills_changed()
+        return removed
+
+    async def clear_skills(self) -> list[str]:
+        removed = await clear_skills(self.settings.skills_path)
+        if removed:
+            await self._skills_changed()
+        return removed
+
+    async def _skills_changed(self) -> None:
+        for listener in self._skill_listeners:
+            await listener()
 
     # --- capabilities
 

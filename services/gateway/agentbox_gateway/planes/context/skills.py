@@ -73,6 +73,15 @@ def _list_skills(root: Path) -> list[tuple[str, str]]:
     return skills
 
 
+def skill_names(root: Path) -> list[str]:
+    """The installed skills' names (folders holding a SKILL.md), sorted; a directory read, no file."""
+    try:
+        folders = sorted(entry for entry in root.iterdir() if not entry.name.startswith("."))
+    except OSError:
+        return []
+    return [folder.name for folder in folders if (folder / SKILL_FILE).is_file()]
+
+
 def _load_skill(root: Path, name: str) -> str:
     folder = root / name
     try:

@@ -69,6 +69,12 @@ def _context_json(snapshot: SandboxContext) -> dict[str, Any]:
     }
 
 
+def skill_description(names: list[str]) -> str:
+    """The tool's description, naming the skills installed now (so ``tools/list`` changes, and
+    listening clients hear of it, when one is added)."""
+    return f"{SKILL_DESCRIPTION} Installed: {', '.join(names)}." if names else SKILL_DESCRIPTION
+
+
 def tools(planes: Planes) -> list[BuiltinSpec]:
     context = planes.context
     local_base = gateway_base(planes.settings)
@@ -85,5 +91,11 @@ def tools(planes: Planes) -> list[BuiltinSpec]:
     return [
         ToolSpec("sandbox_get_context", CONTEXT_DESCRIPTION, CONTEXT_SCHEMA, get_context),
         ToolSpec("sandbox_get_packages", PACKAGES_DESCRIPTION, PACKAGES_SCHEMA, get_packages),
-        ToolSpec("sandbox_load_skill", SKILL_DESCRIPTION, SKILL_SCHEMA, load_skill),
+        ToolSpec(
+            "sandbox_load_skill",
+            SKILL_DESCRIPTION,
+            SKILL_SCHEMA,
+            load_skill,
+            describe=lambda: skill_description(context.skill_names()),
+        ),
     ]
