@@ -121,7 +121,7 @@ def upstream_app(
     return _mounted(server, inner)
 
 
-_UPSTREAM_MAIN = """
+UPSTREAM_MAIN = """
 import sys, uvicorn
 from tests.gateway.upstreams.test_aggregation_fakes import tool, upstream_app
 app = upstream_app(sys.argv[2], [tool(name) for name in sys.argv[3:]])
@@ -133,7 +133,7 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 def upstream_process(port: int, label: str, tools: list[str]) -> Iterator[subprocess.Popen[bytes]]:
     """:func:`upstream_app` in a process of its own (so a test can SIGKILL it); reaped after."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    process = subprocess.Popen([sys.executable, "-c", _UPSTREAM_MAIN, str(port), label, *tools], cwd=root)
+    process = subprocess.Popen([sys.executable, "-c", UPSTREAM_MAIN, str(port), label, *tools], cwd=root)
     try:
         deadline = time.monotonic() + 30
         while True:

@@ -23,7 +23,7 @@ from agentbox_gateway.planes.browser import BrowserPlane
 from agentbox_gateway.planes.browser.errors import BrowserDidNotStart, BrowserUnavailable
 from agentbox_gateway.planes.browser.launch import REQUESTED, BrowserLauncher, BrowserState
 from agentbox_gateway.settings import GatewaySettings
-from tests.gateway.upstreams.test_aggregation_fakes import _UPSTREAM_MAIN, make_router, tool
+from tests.gateway.upstreams.test_aggregation_fakes import UPSTREAM_MAIN, make_router, tool
 from tests.support.servers import free_port
 
 pytestmark = pytest.mark.anyio
@@ -44,7 +44,7 @@ def start_dir(tmp_path: Path) -> Path:
 def wrapped_upstream(port: int, folder: Path | None) -> Iterator[subprocess.Popen[bytes]]:
     """A fake browser program (an MCP upstream with ``browser_navigate``) behind the wrapper."""
     env = {**os.environ, "AGENTBOX_START_ON_USE_DIR": str(folder or "")}
-    command = [str(WRAPPER), "browser", sys.executable, "-c", _UPSTREAM_MAIN, str(port), "browser", "browser_navigate"]
+    command = [str(WRAPPER), "browser", sys.executable, "-c", UPSTREAM_MAIN, str(port), "browser", "browser_navigate"]
     process = subprocess.Popen(command, cwd=ROOT, env=env)
     try:
         yield process
