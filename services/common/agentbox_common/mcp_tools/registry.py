@@ -51,6 +51,8 @@ class ToolSpec(Generic[H]):
     #: What the arguments are checked against when it is wider than ``input_schema``: a tool can
     #: publish a schema strict clients accept and still take what older clients send.
     accepts: dict[str, Any] | None = None
+    #: The tool's ``_meta`` (an MCP App's ``{"ui": {"resourceUri": ...}}``).
+    meta: dict[str, Any] | None = None
 
     def to_tool(self) -> types.Tool:
         return types.Tool(
@@ -58,6 +60,7 @@ class ToolSpec(Generic[H]):
             description=self.description,
             input_schema=self.input_schema,
             output_schema=self.output_schema,
+            meta=self.meta,
         )
 
 

@@ -51,6 +51,17 @@ class MoreTools(Protocol):
         ...
 
 
+class Resources(Protocol):
+    """Resources a server publishes (the gateway's MCP App views), built per request: they may
+    depend on how the caller reaches the server."""
+
+    async def list_resources(self, ctx: Context) -> list[types.Resource]: ...
+
+    async def read_resource(self, ctx: Context, uri: str) -> types.ReadResourceResult:
+        """The contents; an unknown ``uri`` raises ``MCPError`` (``-32602``)."""
+        ...
+
+
 def build_server(
     name: str,
     registry: ToolRegistry[C],
@@ -65,6 +76,8 @@ def build_server(
     on_call: OnCall | None = None,
     listen: ListenHandler | None = None,
     tasks: TaskPolicy | None = None,
+    resources: Resources | None = None,
+    extensions: Mapping[str, dict[str, Any]] | None = None,
 ) -> Server:
     """``call_context``: what each registry call is handed beside its arguments (``None``: the tools
     read nothing of their call, and are handed ``None``); ``running``: calls
@@ -72,7 +85,9 @@ def build_server(
     ``logging/setLevel`` is served (declaring the ``logging`` capability); ``listen``:
     ``subscriptions/listen`` is served (2026-07-28 clients are told ``listChanged``); ``tasks``: long
     calls of the tools it names become tasks for clients that declare the extension
-    (:mod:`agentbox_common.mcp_tasks`)."""
+    (:mod:`agentbox_common.mcp_tasks`); ``resources``: ``resources/list`` and ``resources/read`` are
+    served; ``extensions``: declared under ``capabilities.extensions`` (SEP-2133: identifier ->
+    settings)."""
 
     make_context: CallContext[Any] = call_context if call_context is not None else _no_context
 
@@ -127,6 +142,14 @@ def build_server(
             return more.input_schema(name)
         return schema
 
+    async def list_resources(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        assert resources is not None
+        return types.ListResourcesResult(resources=await resources.list_resources(ctx))
+
+    async def read_resource(ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        assert resources is not None
+        return await resources.read_resource(ctx, str(params.uri))
+
     server = Server(
         name,
         version=version,
@@ -138,7 +161,10 @@ def build_server(
         on_call_tool=cast(Any, call_tool),
         get_tool_input_schema=input_schema,
         on_subscriptions_listen=listen,
+        on_list_resources=list_resources if resources is not None else None,
+        on_read_resource=read_resource if resources is not None else None,
     )
+    server.extensions.update(extensions or {})
     if running is not None:
         running.install(server)
     if log_level is not None:
