@@ -142,7 +142,7 @@ class AppViews:
     async def read_resource(self, ctx: ServerRequestContext[Any, Any], uri: str) -> types.ReadResourceResult:
         view = _BY_URI.get(uri)
         if view is None:
-            raise MCPError(types.INVALID_PARAMS, f"unknown resource: {uri}")
+            raise MCPError(types.INVALID_PARAMS, f"unknown resource: {uri}", {"uri": uri})  # SEP-2164
         content = types.TextResourceContents(
             uri=view.uri, mime_type=APP_MIME_TYPE, text=_html(view.file), meta=ui_meta(view, self._base(ctx))
         )
