@@ -6,6 +6,7 @@ view's prefix, from another origin, and nothing else."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -24,6 +25,7 @@ from agentbox_gateway.app import build_app
 from agentbox_gateway.doors.mcp.apps import LIVE_VIEW_URI, PREVIEW_URI, TERMINAL_URI, VIEW_META
 from agentbox_gateway.settings import GatewaySettings
 from tests.support import shared_http
+from tests.support.jsonrpc import call_tool
 from tests.support.servers import free_port, serve_app, stop_group, wait_http
 
 pytestmark = pytest.mark.anyio
@@ -134,3 +136,20 @@ async def test_previews_get_a_grant_each(client: Client, apps_gateway: tuple[str
     # One port's grant opens its /proxy/<port>/ only.
     other = next(p for p in previews if p != port) if len(previews) > 1 else port + 1
     assert shared_http.get(f"{url}{granted[port]}/proxy/{other}/", headers=FOREIGN).status_code == 401
+
+
+@pytest.mark.parametrize("key", ["", KEY])
+def test_a_views_token_never_reaches_the_access_log(
+    gateway_settings: GatewaySettings, caplog: pytest.LogCaptureFixture, key: str
+) -> None:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    with (
+        caplog.at_level(logging.INFO, logger="agentbox.access"),
+        serve_app(build_app(replace(gateway_settings, api_key=key))) as url,
+    ):
+        root = call_tool(f"{url}/mcp", "sandbox_open_terminal", {}, headers=headers)["_meta"][VIEW_META]["root"]
+        assert shared_http.get(f"{url}{root}/terminal/static/terminal.js", headers=FOREIGN).status_code == 200
+    token = root.rsplit("/", 1)[1]
+    logged = [record.getMessage() for record in caplog.records if record.name == "agentbox.access"]
+    assert any("/terminal/static/terminal.js" in line for line in logged)
+    assert not any(token in line for line in logged)
