@@ -108,7 +108,9 @@ class ViewGate:
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), _CORS]}
+                headers = list(message.get("headers", []))
+                if not any(name.lower() == _CORS[0] for name, _ in headers):  # a previewed app's own stands
+                    message = {**message, "headers": [*headers, _CORS]}
             await send(message)
 
         await self.app(scope, receive, sending)

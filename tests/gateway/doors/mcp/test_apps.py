@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import httpx2
 import pytest
@@ -26,7 +27,7 @@ from agentbox_gateway.doors.mcp.apps import LIVE_VIEW_URI, PREVIEW_URI, TERMINAL
 from agentbox_gateway.settings import GatewaySettings
 from tests.support import shared_http
 from tests.support.jsonrpc import call_tool
-from tests.support.servers import free_port, serve_app, stop_group, wait_http
+from tests.support.servers import free_port, run_command, serve_app
 
 pytestmark = pytest.mark.anyio
 KEY = "apps-key-5eed"
@@ -107,20 +108,12 @@ async def test_the_terminals_grant_opens_the_terminal_from_another_origin_and_no
 
 
 @pytest.fixture
-def listening_app() -> Iterator[int]:
+def listening_app(tmp_path: Path) -> Iterator[int]:
     """An app listening in the sandbox (a process of its own, as an app the agent started): its port."""
     port = free_port()
-    app = subprocess.Popen(
-        [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        wait_http(f"http://127.0.0.1:{port}/")
+    args = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(tmp_path)]
+    with run_command(args, ready_url=f"http://127.0.0.1:{port}/"):
         yield port
-    finally:
-        stop_group(app, grace=5)
 
 
 async def test_previews_get_a_grant_each(client: Client, apps_gateway: tuple[str, str], listening_app: int) -> None:
@@ -153,3 +146,17 @@ def test_a_views_token_never_reaches_the_access_log(
     logged = [record.getMessage() for record in caplog.records if record.name == "agentbox.access"]
     assert any("/terminal/static/terminal.js" in line for line in logged)
     assert not any(token in line for line in logged)
+
+
+def test_a_grant_serves_every_request_of_its_view_until_it_expires(gateway_settings: GatewaySettings) -> None:
+    skipped = [0.0]
+    settings = replace(gateway_settings, api_key=KEY, ticket_ttl=30.0)
+    with serve_app(build_app(settings, clock=lambda: time.monotonic() + skipped[0])) as url:
+        result = call_tool(f"{url}/mcp", "sandbox_open_terminal", {}, headers={"Authorization": f"Bearer {KEY}"})
+        view = result["_meta"][VIEW_META]
+        assert view["expires_in"] == 30
+        asset = f"{url}{view['root']}/terminal/static/terminal.js"
+        assert [shared_http.get(asset, headers=FOREIGN).status_code for _ in range(3)] == [200, 200, 200]
+        skipped[0] += 31
+        expired = shared_http.get(asset, headers=FOREIGN)
+        assert expired.status_code == 401 and "call the tool that opened the view again" in expired.json()["hint"]

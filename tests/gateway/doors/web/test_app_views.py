@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -28,12 +30,12 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route as HttpRoute
 
 from agentbox_gateway.app import build_app
-from agentbox_gateway.doors.mcp.apps import LIVE_VIEW_URI, TERMINAL_URI
+from agentbox_gateway.doors.mcp.apps import LIVE_VIEW_URI, PREVIEW_URI, TERMINAL_URI
 from agentbox_gateway.settings import GatewaySettings
 from tests.gateway.doors.web.test_live_view import NOVNC, tab
 from tests.support.display import Display, display_stack
 from tests.support.requirements import missing, require_chromium
-from tests.support.servers import serve_app
+from tests.support.servers import free_port, run_command, serve_app
 
 pytestmark = pytest.mark.chromium
 KEY = "app-views-key-0b5e"
@@ -218,4 +220,43 @@ def test_the_terminal_renders_in_a_hosts_sandboxed_frame(gateway_and_key: tuple[
         frame.locator("#terminal textarea").press_sequentially("echo $((6 * 7))xyz\n")
         screen = "document.querySelector('#terminal .xterm-rows').textContent"
         wait_for(lambda: "42xyz" in frame.evaluate(screen), "the shell answers")
+        assert not key or all(key not in url for url in requests)
+
+
+@pytest.fixture
+def listening_app(tmp_path: Path) -> Iterator[int]:
+    """An app the agent started: a static site of its own process, with a page and a script."""
+    page = '<!doctype html><p id="hello">hello from the app</p><script src="app.js"></script>'
+    (tmp_path / "index.html").write_text(page)
+    (tmp_path / "app.js").write_text('document.getElementById("hello").dataset.ran = "yes";')
+    port = free_port()
+    args = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(tmp_path)]
+    with run_command(args, ready_url=f"http://127.0.0.1:{port}/"):
+        yield port
+
+
+def test_a_preview_renders_in_a_hosts_sandboxed_frame(
+    gateway_and_key: tuple[str, str], host: str, listening_app: int
+) -> None:
+    gateway, key = gateway_and_key
+    html, ui, result = open_view(gateway, key, PREVIEW_URI, "sandbox_get_context")
+    ports = [preview["port"] for preview in result["_meta"]["agentbox/view"]["previews"]]
+    assert listening_app in ports
+    with host_page(host, gateway) as (page, requests):
+        page.evaluate("([html, ui, result]) => mountView(html, ui, result)", [html, ui, result])
+        frame = view_frame(page)
+        if len(ports) > 1:
+            wait_for(lambda: frame.evaluate("document.getElementById('ports').options.length") == len(ports), "ports")
+            frame.select_option("#ports", index=ports.index(listening_app))
+        app = frame.query_selector("#app")
+        assert app is not None
+
+        def ran() -> bool:
+            inner = app.content_frame()
+            script = "(document.getElementById('hello') || {dataset: {}}).dataset.ran === 'yes'"
+            return inner is not None and inner.url.endswith(f"/proxy/{listening_app}/") and inner.evaluate(script)
+
+        wait_for(ran, "the app's page and script load in the view")
+        view = [url for url in requests if not url.startswith((host, "about:", "data:"))]
+        assert view and all(url.startswith(gateway) for url in view)
         assert not key or all(key not in url for url in requests)
