@@ -6,76 +6,25 @@ terminal runs a command, with a key and without, every request of the view going
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-import anyio
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client import advertise
-from mcp.client.streamable_http import streamable_http_client
-from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
-from mcp.types import TextResourceContents
-from playwright.sync_api import Frame, Page, Route, sync_playwright
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import HTMLResponse
-from starlette.routing import Route as HttpRoute
 
 from agentbox_gateway.app import build_app
 from agentbox_gateway.doors.mcp.apps import LIVE_VIEW_URI, PREVIEW_URI, TERMINAL_URI
 from agentbox_gateway.settings import GatewaySettings
 from tests.gateway.doors.web.test_live_view import NOVNC, tab
 from tests.support.display import Display, display_stack
-from tests.support.requirements import missing, require_chromium
+from tests.support.mcp_app_host import host_page, host_server, mount, open_view, wait_for
+from tests.support.requirements import missing
 from tests.support.servers import free_port, run_command, serve_app
 
 pytestmark = pytest.mark.chromium
 KEY = "app-views-key-0b5e"
-
-#: A host page as small as the ext-apps spec allows: the view in a sandboxed frame under the CSP its
-#: metadata asks for (the spec's restrictive default plus the declared domains), the ui/initialize
-#: answer, then the tool's result.
-HOST_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>host</title></head><body>
-<iframe id="view" sandbox="allow-scripts" style="width: 900px; height: 560px"></iframe>
-<script>
-window.hostLog = [];
-function csp(ui) {
-  const c = (ui && ui.csp) || {};
-  const res = (c.resourceDomains || []).join(" "), con = (c.connectDomains || []).join(" ");
-  return [
-    "default-src 'none'", `script-src 'self' 'unsafe-inline' ${res}`, `style-src 'self' 'unsafe-inline' ${res}`,
-    `img-src 'self' data: ${res}`, `font-src 'self' ${res}`, `media-src 'self' data: ${res}`,
-    `connect-src ${con || "'none'"}`, `frame-src ${(c.frameDomains || []).join(" ") || "'none'"}`,
-    "object-src 'none'", "base-uri 'self'",
-  ].join("; ");
-}
-window.mountView = (html, ui, result) => {
-  const frame = document.getElementById("view");
-  const send = (message) => frame.contentWindow.postMessage({ jsonrpc: "2.0", ...message }, "*");
-  window.addEventListener("message", (event) => {
-    if (event.source !== frame.contentWindow) return;
-    const message = event.data;
-    window.hostLog.push(message.method || "response");
-    if (message.method === "ui/initialize") {
-      send({ id: message.id, result: { protocolVersion: message.params.protocolVersion,
-        hostInfo: { name: "test-host", version: "1" }, hostCapabilities: {},
-        hostContext: { theme: "light", displayMode: "inline" } } });
-    } else if (message.method === "ui/notifications/initialized") {
-      send({ method: "ui/notifications/tool-result", params: result });
-    }
-  });
-  const policy = `<meta http-equiv="Content-Security-Policy" content="${csp(ui)}">`;
-  frame.srcdoc = html.replace("<head>", `<head>${policy}`);
-};
-</script></body></html>"""
 
 
 @pytest.fixture(scope="module")
@@ -106,78 +55,8 @@ def gateway_and_key(
 
 @pytest.fixture(scope="module")
 def host() -> Iterator[str]:
-    """The host page, on a loopback port of its own (another origin than the gateway's)."""
-
-    async def page(request: Request) -> HTMLResponse:
-        return HTMLResponse(HOST_PAGE)
-
-    with serve_app(Starlette(routes=[HttpRoute("/", page)])) as url:
+    with host_server() as url:
         yield url
-
-
-def open_view(gateway: str, key: str, uri: str, tool: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """What an Apps host does with the official client: the view's HTML and ``_meta.ui``, and the
-    tool's result (as JSON, the way the host posts it to the view)."""
-
-    async def read() -> tuple[str, dict[str, Any], dict[str, Any]]:
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        apps = advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})
-        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
-            async with Client(streamable_http_client(f"{gateway}/mcp", http_client=http), extensions=[apps]) as client:
-                tools = {t.name: t for t in (await client.list_tools()).tools}
-                assert (tools[tool].meta or {})["ui"]["resourceUri"] == uri
-                [content] = (await client.read_resource(uri)).contents
-                assert isinstance(content, TextResourceContents) and content.mime_type == APP_MIME_TYPE
-                result = await client.call_tool(tool, {})
-                assert not result.is_error
-        return (
-            content.text,
-            (content.meta or {})["ui"],
-            result.model_dump(mode="json", by_alias=True, exclude_none=True),
-        )
-
-    return anyio.run(read)
-
-
-@contextlib.contextmanager
-def host_page(host: str, gateway: str) -> Iterator[tuple[Page, list[str]]]:
-    """The host page in a fresh Chromium, every request recorded; none may leave the two origins."""
-    requests: list[str] = []
-
-    def gate(route: Route) -> None:
-        allowed = route.request.url.startswith((host, gateway, "about:", "data:"))
-        route.continue_() if allowed else route.abort()
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=require_chromium(), args=["--no-sandbox"])
-        try:
-            context = browser.new_context()
-            context.on("request", lambda request: requests.append(request.url))
-            context.route("**/*", gate)
-            page = context.new_page()
-            page.on("websocket", lambda socket: requests.append(socket.url))
-            page.goto(host)
-            yield page, requests
-        finally:
-            browser.close()
-
-
-def view_frame(page: Page) -> Frame:
-    frame = page.query_selector("#view")
-    assert frame is not None
-    content = frame.content_frame()
-    assert content is not None
-    return content
-
-
-def wait_for(check: Any, what: str, timeout: float = 20) -> Any:
-    deadline = time.monotonic() + timeout
-    value = check()
-    while not value and time.monotonic() < deadline:
-        time.sleep(0.2)
-        value = check()
-    assert value, what
-    return value
 
 
 def test_the_live_view_renders_in_a_hosts_sandboxed_frame(
@@ -187,8 +66,7 @@ def test_the_live_view_renders_in_a_hosts_sandboxed_frame(
     with tab(display.cdp_url, f"{pages_url}/color/rgb(0,200,80)"):
         html, ui, result = open_view(gateway, key, LIVE_VIEW_URI, "browser_get_info")
         with host_page(host, gateway) as (page, requests):
-            page.evaluate("([html, ui, result]) => mountView(html, ui, result)", [html, ui, result])
-            frame = view_frame(page)
+            frame = mount(page, html, ui, result)
 
             def centre() -> list[int]:
                 return frame.evaluate("""() => {
@@ -213,8 +91,7 @@ def test_the_terminal_renders_in_a_hosts_sandboxed_frame(gateway_and_key: tuple[
     html, ui, result = open_view(gateway, key, TERMINAL_URI, "sandbox_open_terminal")
     assert json.loads(result["content"][0]["text"])["terminal_url"].startswith(f"{gateway}/terminal/")
     with host_page(host, gateway) as (page, requests):
-        page.evaluate("([html, ui, result]) => mountView(html, ui, result)", [html, ui, result])
-        frame = view_frame(page)
+        frame = mount(page, html, ui, result)
         state = "document.getElementById('terminal-state').textContent"
         wait_for(lambda: frame.evaluate(state) == "connected", "the terminal connects")
         frame.locator("#terminal textarea").press_sequentially("echo $((6 * 7))xyz\n")
@@ -243,8 +120,7 @@ def test_a_preview_renders_in_a_hosts_sandboxed_frame(
     ports = [preview["port"] for preview in result["_meta"]["agentbox/view"]["previews"]]
     assert listening_app in ports
     with host_page(host, gateway) as (page, requests):
-        page.evaluate("([html, ui, result]) => mountView(html, ui, result)", [html, ui, result])
-        frame = view_frame(page)
+        frame = mount(page, html, ui, result)
         if len(ports) > 1:
             wait_for(lambda: frame.evaluate("document.getElementById('ports').options.length") == len(ports), "ports")
             frame.select_option("#ports", index=ports.index(listening_app))
