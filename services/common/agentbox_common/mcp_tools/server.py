@@ -142,14 +142,7 @@ def build_server(
             return more.input_schema(name)
         return schema
 
-    async def list_resources(ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
-        assert resources is not None
-        return types.ListResourcesResult(resources=await resources.list_resources(ctx))
-
-    async def read_resource(ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        assert resources is not None
-        return await resources.read_resource(ctx, str(params.uri))
-
+    handlers = _ResourceHandlers(resources) if resources is not None else None
     server = Server(
         name,
         version=version,
@@ -161,8 +154,8 @@ def build_server(
         on_call_tool=cast(Any, call_tool),
         get_tool_input_schema=input_schema,
         on_subscriptions_listen=listen,
-        on_list_resources=list_resources if resources is not None else None,
-        on_read_resource=read_resource if resources is not None else None,
+        on_list_resources=handlers.list if handlers is not None else None,
+        on_read_resource=handlers.read if handlers is not None else None,
     )
     server.extensions.update(extensions or {})
     if running is not None:
@@ -176,3 +169,16 @@ def build_server(
 
 def _no_context(ctx: Context) -> None:
     return None
+
+
+class _ResourceHandlers:
+    """The SDK ``Server``'s ``resources/list`` and ``resources/read`` handlers over :class:`Resources`."""
+
+    def __init__(self, resources: Resources) -> None:
+        self.resources = resources
+
+    async def list(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=await self.resources.list_resources(ctx))
+
+    async def read(self, ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await self.resources.read_resource(ctx, str(params.uri))

@@ -20,6 +20,7 @@ The key never appears in these URLs; the grants are stored as digests like ticke
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -43,8 +44,8 @@ class ViewGrants:
     """Issue and check view grants; like tickets, random, stored as digests, bounded and short-lived,
     but good for every request under their prefix until they expire (a view loads many files)."""
 
-    def __init__(self, ttl: float, clock: Callable[[], float] | None = None) -> None:
-        self._store = TicketStore(ttl=ttl) if clock is None else TicketStore(ttl=ttl, clock=clock)
+    def __init__(self, ttl: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._store = TicketStore(ttl=ttl, clock=clock)
 
     @property
     def ttl(self) -> float:
