@@ -5,6 +5,7 @@ view's prefix, from another origin, and nothing else."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import sys
@@ -26,7 +27,7 @@ from agentbox_gateway.app import build_app
 from agentbox_gateway.doors.mcp.apps import LIVE_VIEW_URI, PREVIEW_URI, TERMINAL_URI, VIEW_META
 from agentbox_gateway.settings import GatewaySettings
 from tests.support import shared_http
-from tests.support.jsonrpc import call_tool
+from tests.support.jsonrpc import MODERN_META, call_tool, modern_headers, rpc
 from tests.support.servers import free_port, run_command, serve_app
 
 pytestmark = pytest.mark.anyio
@@ -160,3 +161,18 @@ def test_a_grant_serves_every_request_of_its_view_until_it_expires(gateway_setti
         skipped[0] += 31
         expired = shared_http.get(asset, headers=FOREIGN)
         assert expired.status_code == 401 and "call the tool that opened the view again" in expired.json()["hint"]
+
+
+def test_both_eras_are_told_of_the_views(gateway: str) -> None:
+    """``server/discover`` (2026-07-28) declares the extension (SEP-2133); the handshake era, which has
+    no extensions map (the SDK leaves it out there), is told of ``resources``, which the views are read
+    through; Apps hosts of that era key on the tools' ``_meta.ui`` and their own capability."""
+    url = f"{gateway}/mcp"
+    discover = rpc(
+        url, "server/discover", {"_meta": copy.deepcopy(MODERN_META)}, headers=modern_headers("", "server/discover")
+    )
+    assert discover.json()["result"]["capabilities"]["extensions"][EXTENSION_ID] == {}, discover.text
+    assert "resources" in discover.json()["result"]["capabilities"]
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    handshake = rpc(url, "initialize", hello)
+    assert "resources" in handshake.json()["result"]["capabilities"], handshake.text
