@@ -62,6 +62,9 @@ async def test_the_tools_that_open_a_view_name_its_resource(client: Client) -> N
     assert opened["sandbox_open_terminal"] == TERMINAL_URI
     assert opened["sandbox_get_context"] == PREVIEW_URI
     assert opened["sandbox_execute_bash"] is None
+    for name in ("browser_get_info", "sandbox_open_terminal", "sandbox_get_context"):
+        meta = tools[name].meta or {}
+        assert meta["ui"]["visibility"] == ["model", "app"] and meta["ui/resourceUri"] == opened[name]
     listed = {resource.uri: resource for resource in (await client.list_resources()).resources}
     assert set(listed) >= {LIVE_VIEW_URI, TERMINAL_URI, PREVIEW_URI}
     assert all(listed[uri].mime_type == APP_MIME_TYPE for uri in (LIVE_VIEW_URI, TERMINAL_URI, PREVIEW_URI))

@@ -83,8 +83,10 @@ _BY_URI = {view.uri: view for view in VIEWS}
 
 
 def tool_meta(uri: str) -> dict[str, Any]:
-    """A tool's ``_meta`` opening the view ``uri`` (the model may call it, and so may the view)."""
-    return {"ui": {"resourceUri": uri}}
+    """A tool's ``_meta`` opening the view ``uri``: the model may call it, and so may the view (its
+    Reconnect calls it again for a fresh grant); the flat ``ui/resourceUri`` too, which hosts from
+    before the extension's release read."""
+    return {"ui": {"resourceUri": uri, "visibility": ["model", "app"]}, "ui/resourceUri": uri}
 
 
 def result_meta(base: str, expires_in: float, **fields: Any) -> dict[str, Any]:
