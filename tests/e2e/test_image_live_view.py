@@ -15,8 +15,10 @@ import docker
 import httpx
 import pytest
 
+from agentbox_gateway.doors.mcp.apps import LIVE_VIEW_URI
 from tests.support.browser_pages import browser_context
 from tests.support.jsonrpc import call_tool, tool_json, tool_text
+from tests.support.mcp_app_host import host_page, host_server, mount, open_view, wait_for
 from tests.support.png import decode_png
 
 from .dockerbox import Box, running_box, start_in_box, write_in_box
@@ -75,6 +77,32 @@ def test_the_live_view_shows_the_page_the_agent_navigated_to(live_box: Box) -> N
             time.sleep(0.3)
         assert size == [1280, 1024] and pixel[:3] == GREEN, (size, pixel)
         assert recorder.foreign == []
+
+
+def test_the_live_view_renders_as_an_mcp_app(live_box: Box) -> None:
+    """What a host that renders MCP Apps (VS Code, ChatGPT, Claude) does with ``browser_get_info``: its
+    ``ui://`` view, in a sandboxed frame of the host's own origin, shows the browser's display through
+    the image's noVNC, loading nothing but from the gateway and never carrying the key."""
+    url = live_box.url(8091, "/mcp")
+    navigate = call_tool(url, "browser_navigate", {"url": serve_page(live_box)}, headers=AUTH)
+    assert navigate["isError"] is False, tool_text(navigate)
+    gateway = live_box.url(8091, "")
+    html, ui, result = open_view(gateway, KEY, LIVE_VIEW_URI, "browser_get_info")
+    with host_server() as host, host_page(host, gateway) as (page, requests):
+        frame = mount(page, html, ui, result)
+
+        def pixel() -> list[int]:
+            return frame.evaluate("""() => {
+                const canvas = document.querySelector('#screen canvas');
+                if (!canvas || !canvas.width) return [];
+                const ctx = canvas.getContext('2d');
+                return Array.from(ctx.getImageData(canvas.width / 2, canvas.height * 0.8, 1, 1).data);
+            }""")
+
+        wait_for(lambda: pixel()[:3] == GREEN, "the view's canvas shows the page", timeout=30)
+        view = [request for request in requests if not request.startswith((host, "about:", "data:"))]
+        assert view and all(request.startswith((gateway, gateway.replace("http", "ws", 1))) for request in view)
+        assert all(KEY not in request for request in requests)
 
 
 def test_gui_tools_act_on_the_display(live_box: Box) -> None:

@@ -11,4 +11,5 @@ BUILTIN_TOOLS = [
     "browser_get_info",
     "browser_gui_screenshot",
     "browser_gui_execute_action",
+    "sandbox_open_terminal",
 ]

@@ -24,10 +24,13 @@ from . import __version__, liveness
 from .auth import browser_sessions, previews
 from .auth.guards import ApiKeyGuard, HostGuard, OriginGuard, PageHeaders, anonymous
 from .auth.tickets import TicketStore
+from .auth.views import ViewGate, ViewGrants
+from .doors.mcp.apps import AppViews
 from .doors.mcp.server import build_mcp_routes, build_mcp_server
 from .doors.mcp.tools import builtin_tools
 from .doors.mcp.tools.registry import BuiltinRegistry
 from .doors.relays import cdp, preview, preview_host
+from .doors.shared.addresses import gateway_base
 from .doors.shared.surface import ApiSurface
 from .doors.web import live_view, pages, terminal
 from .metrics import gateway_collector
@@ -123,7 +126,7 @@ def build_app(settings: GatewaySettings, *, clock: Callable[[], float] = time.mo
     watch = ListWatch(upstreams, reserved=registry.names, settled_interval=settings.upstream_list_cache_ttl)
     planes.context.on_skills_change(watch.changed)
     tasks = TaskStore(retain_seconds=settings.task_retain_seconds, max_running=settings.command_max_running)
-    mcp_server = build_mcp_server(registry, upstreams, running, watch, tasks)
+    mcp_server = build_mcp_server(registry, upstreams, running, watch, tasks, AppViews(gateway_base(settings)))
     if not settings.observability.traces:
         untraced(mcp_server)
     mcp_routes = build_mcp_routes(
@@ -157,6 +160,7 @@ def build_app(settings: GatewaySettings, *, clock: Callable[[], float] = time.mo
     sessions = TicketStore(ttl=browser_sessions.SESSION_TTL, clock=clock)
     preview_hosts = PreviewHosts(settings.preview_host)
     preview_grants = previews.PreviewGrants(settings.ticket_ttl)
+    view_grants = ViewGrants(settings.ticket_ttl, clock=clock)
 
     def rest_door() -> ASGIApp:
         from .doors.rest import build_rest_app, mcp_servers
@@ -189,6 +193,8 @@ def build_app(settings: GatewaySettings, *, clock: Callable[[], float] = time.mo
     app.add_middleware(ApiKeyGuard, api_key=settings.api_key, tickets=tickets, sessions=sessions)
     app.add_middleware(OriginGuard, allowed_origins=settings.allowed_origins, keyed=bool(settings.api_key))
     app.add_middleware(PageHeaders, frame_ancestors=settings.frame_ancestors, exempt=preview.MOUNTS)
+    # Outside the origin and key checks: a view's path loses its token before they (and the log) see it.
+    app.add_middleware(ViewGate, grants=view_grants)
     # Before the gateway's own guards (and its page headers): on a preview host every path is the app's.
     app.add_middleware(
         preview_host.PreviewHost,

@@ -16,6 +16,7 @@ from starlette.applications import Starlette
 
 from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
+from tests.support.builtin_tools import BUILTIN_TOOLS
 from tests.support.jsonrpc import call_tool, list_tool_names, rpc
 from tests.support.servers import console_script, free_port, run_command, serve_app
 
@@ -64,14 +65,13 @@ def test_the_seed_run(peer: str) -> None:
     with aiod(port, {"EXTRA_MCP_SERVERS": json.dumps(servers)}):
         mcp = f"http://127.0.0.1:{port}/mcp"
         builtins = list_tool_names(peer)
-        assert len(builtins) == 10
+        assert builtins == BUILTIN_TOOLS
         names = list_tool_names(mcp)
-        assert len(names) == 20
         assert names == builtins + [f"peer_{name}" for name in builtins]
-        assert names[10] == "peer_sandbox_execute_bash" and names[-1] == "peer_browser_gui_execute_action"
+        assert names[len(builtins)] == "peer_sandbox_execute_bash" and names[-1] == "peer_sandbox_open_terminal"
 
         peer_tools = rpc(peer, "tools/list").json()["result"]["tools"]
-        published = rpc(mcp, "tools/list").json()["result"]["tools"][10:]
+        published = rpc(mcp, "tools/list").json()["result"]["tools"][len(builtins) :]
         # as the peer publishes them, and each may run as a task of this gateway (handshake-era listing)
         task_capable = {"taskSupport": "optional"}
         assert published == [{**t, "name": f"peer_{t['name']}", "execution": task_capable} for t in peer_tools]
@@ -97,7 +97,7 @@ def test_skipped_entries_are_announced_once_at_start(peer: str) -> None:
     }
     port = free_port()
     with aiod(port, {"EXTRA_MCP_SERVERS": json.dumps(servers)}) as process:
-        assert len(list_tool_names(f"http://127.0.0.1:{port}/mcp")) == 20
+        assert len(list_tool_names(f"http://127.0.0.1:{port}/mcp")) == 2 * len(BUILTIN_TOOLS)
     lines = [line for line in output_of(process).splitlines() if "skipped" in line]
     expected = {
         "remote": "remote host 'mcp.example.com' is not allowed",
@@ -124,8 +124,8 @@ def test_an_upstream_behind_its_own_key_gets_only_the_entrys_header(
             mcp = f"{url}/mcp"
             names = list_tool_names(mcp, headers=auth)
             # The client's own (valid) bearer is never passed on, so the entry without headers gets a 401.
-            assert len(names) == 20 and not any(name.startswith("nokey_") for name in names)
-            assert names[10] == "keyed_sandbox_execute_bash"
+            assert len(names) == 2 * len(BUILTIN_TOOLS) and not any(name.startswith("nokey_") for name in names)
+            assert names[len(BUILTIN_TOOLS)] == "keyed_sandbox_execute_bash"
             ok = call_tool(mcp, "keyed_sandbox_execute_bash", BASH_ARGS, headers=auth)
             assert ok["isError"] is False
             refused = call_tool(mcp, "nokey_sandbox_execute_bash", BASH_ARGS, headers=auth)

@@ -54,6 +54,8 @@ class ToolSpec(Generic[H]):
     #: The description as of now, for a tool whose description names what the sandbox holds (cheap:
     #: called on every ``tools/list``); ``None``: always ``description``.
     describe: Callable[[], str] | None = None
+    #: The tool's ``_meta`` (an MCP App's ``{"ui": {"resourceUri": ...}}``).
+    meta: dict[str, Any] | None = None
 
     def to_tool(self) -> types.Tool:
         return types.Tool(
@@ -61,6 +63,7 @@ class ToolSpec(Generic[H]):
             description=self.describe() if self.describe is not None else self.description,
             input_schema=self.input_schema,
             output_schema=self.output_schema,
+            meta=self.meta,
         )
 
 

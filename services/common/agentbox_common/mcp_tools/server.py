@@ -54,6 +54,17 @@ class MoreTools(Protocol):
         ...
 
 
+class Resources(Protocol):
+    """Resources a server publishes (the gateway's MCP App views), built per request: they may
+    depend on how the caller reaches the server."""
+
+    async def list_resources(self, ctx: Context) -> list[types.Resource]: ...
+
+    async def read_resource(self, ctx: Context, uri: str) -> types.ReadResourceResult:
+        """The contents; an unknown ``uri`` raises ``MCPError`` (``-32602``)."""
+        ...
+
+
 def build_server(
     name: str,
     registry: ToolRegistry[C],
@@ -68,6 +79,8 @@ def build_server(
     on_call: OnCall | None = None,
     listen: ListenHandler | None = None,
     tasks: TaskPolicy | None = None,
+    resources: Resources | None = None,
+    extensions: Mapping[str, dict[str, Any]] | None = None,
 ) -> Server:
     """``call_context``: what each registry call is handed beside its arguments (``None``: the tools
     read nothing of their call, and are handed ``None``); ``running``: calls
@@ -76,7 +89,9 @@ def build_server(
     ``subscriptions/listen`` is served and the host serves the GET stream too (clients of both eras
     are told ``listChanged``); ``tasks``: long calls of the tools it names become tasks, for clients
     that declare the extension or, in the handshake era, send ``params.task``
-    (:mod:`agentbox_common.mcp_tasks`)."""
+    (:mod:`agentbox_common.mcp_tasks`); ``resources``: ``resources/list`` and ``resources/read`` are
+    served; ``extensions``: declared under ``capabilities.extensions`` (SEP-2133: identifier ->
+    settings)."""
 
     make_context: CallContext[Any] = call_context if call_context is not None else _no_context
 
@@ -134,6 +149,7 @@ def build_server(
             return more.input_schema(name)
         return schema
 
+    handlers = _ResourceHandlers(resources) if resources is not None else None
     server = Server(
         name,
         version=version,
@@ -145,7 +161,10 @@ def build_server(
         on_call_tool=cast(Any, call_tool),
         get_tool_input_schema=input_schema,
         on_subscriptions_listen=listen,
+        on_list_resources=handlers.list if handlers is not None else None,
+        on_read_resource=handlers.read if handlers is not None else None,
     )
+    server.extensions.update(extensions or {})
     if running is not None:
         running.install(server)
     if log_level is not None:
@@ -186,3 +205,16 @@ class HandshakeCapabilities:
         for name, value in self.extra.items():
             capabilities[name] = {**capabilities.get(name, {}), **value}
         return {**result, "capabilities": capabilities}
+
+
+class _ResourceHandlers:
+    """The SDK ``Server``'s ``resources/list`` and ``resources/read`` handlers over :class:`Resources`."""
+
+    def __init__(self, resources: Resources) -> None:
+        self.resources = resources
+
+    async def list(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=await self.resources.list_resources(ctx))
+
+    async def read(self, ctx: Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await self.resources.read_resource(ctx, str(params.uri))

@@ -20,6 +20,7 @@ from agentbox_common.keys import key_matches
 from ..doors.mcp.edge import MCP_PATH, jsonrpc_http_error
 from . import browser_sessions
 from .tickets import CREDENTIAL_SCOPE, TICKET_PARAM, WHOLE_GATEWAY, TicketStore, covers
+from .views import VIEW_SCOPE
 
 #: Routes anyone may call, even with a key set: AIO's public set, less the docs page (its assets are
 #: served by the gateway, and no path rule skips auth), plus the login form's target, which checks
@@ -160,7 +161,8 @@ class OriginGuard:
     nor listed in ``AIO_ALLOWED_ORIGINS``. Another loopback origin (a dev server's page, a preview
     origin) is foreign too: it is served only on a keyed gateway to a caller presenting the key in
     a header (a page that holds the key is the person's own tool), never on a key-less one, where
-    anything the page sends would be taken as the person's."""
+    anything the page sends would be taken as the person's. A request a view grant let in
+    (:mod:`.views`) comes from a host's frame of any origin: its token is what authorises it."""
 
     def __init__(self, app: ASGIApp, allowed_origins: Iterable[str], keyed: bool = False) -> None:
         self.app = app
@@ -168,7 +170,7 @@ class OriginGuard:
         self.keyed = keyed
 
     def _allowed(self, scope: Scope, origin: str) -> bool:
-        if browser_sessions.same_origin(scope) or origin_allowed(origin, self.allowed):
+        if VIEW_SCOPE in scope or browser_sessions.same_origin(scope) or origin_allowed(origin, self.allowed):
             return True
         return self.keyed and loopback_origin(origin) and header_key(scope) is not None
 
@@ -259,7 +261,8 @@ def _ticket_query(ticket: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class _Credential:
-    """How a request authenticated (``header``, ``cookie``, ``url`` or ``ticket``) and what it opens."""
+    """How a request authenticated (``header``, ``cookie``, ``url``, ``ticket`` or a view
+    grant, ``view``) and what it opens."""
 
     kind: str
     scope: str = WHOLE_GATEWAY
@@ -344,7 +347,8 @@ class ApiKeyGuard:
                 scope[_ANONYMOUS] = True
             await self.app(scope, receive, send)
             return
-        credential = self._credential(scope)
+        view = scope.get(VIEW_SCOPE)
+        credential = _Credential("view", view) if view is not None else self._credential(scope)
         if credential is not None and credential.kind == "cookie" and not browser_sessions.cookie_use_allowed(scope):
             await _refuse(
                 scope,

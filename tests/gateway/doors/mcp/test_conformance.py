@@ -71,13 +71,17 @@ def first_error(results: Path, scenario: str) -> str:
 
 
 def check_reasons(results: Path, baseline: Path) -> None:
-    """A reason that names a JSON-RPC code, a missing fixture tool or the suite's diagnostic tool says
+    """A reason that names a JSON-RPC code, a missing fixture tool or resource or the suite's diagnostic tool says
     what really failed first; "not served yet" names the issue that will serve it."""
     for scenario, reason in baseline_reasons(baseline).items():
         error = first_error(results, scenario)
         if tool := re.search(r"(?:fixture|diagnostic) tool (\w+)", reason):
             found = (f"unknown tool: {tool[1]}", f"Tool '{tool[1]}' not found", f"diagnostic tool '{tool[1]}'")
             assert any(text in error for text in found), f"{scenario}: baseline says {reason!r}, the suite: {error!r}"
+        elif resource := re.search(r"fixture resource (\S+)", reason):
+            assert f"unknown resource: {resource[1]}" in error, (
+                f"{scenario}: baseline says {reason!r}, the suite: {error!r}"
+            )
         elif code := re.search(r"-32\d{3}", reason):
             found = (code[0], CODE_MESSAGES.get(code[0], code[0]))
             assert any(text in error for text in found), f"{scenario}: baseline says {reason!r}, the suite: {error!r}"

@@ -26,6 +26,7 @@ from ...settings import MAX_MCP_BODY_BYTES
 from ...upstreams import UpstreamRouter
 from ...upstreams.watch import ListWatch
 from . import streaming
+from .apps import EXTENSIONS, AppViews
 from .edge import MCP_PATH, McpEdge
 from .fast_path import BuiltinCalls, FastCalls, ToolCallFastPath
 from .forwarding import UpstreamCalls
@@ -50,11 +51,13 @@ def build_mcp_server(
     running: RunningCalls | None = None,
     watch: ListWatch | None = None,
     tasks: TaskStore | None = None,
+    views: AppViews | None = None,
 ) -> Server:
     """``running``: the calls ``notifications/cancelled`` may name (share it with the routes' forwarder);
     ``watch``: serves ``subscriptions/listen`` (run its loop in the lifespan); ``tasks``: long calls
     (:data:`TASK_TOOLS` and the upstreams' tools) become tasks for clients of the tasks extension (run
-    its ``running()`` in the lifespan)."""
+    its ``running()`` in the lifespan); ``views``: the MCP Apps views, published as ``ui://`` resources
+    (the server declares the ``io.modelcontextprotocol/ui`` extension)."""
     return build_server(
         "agentbox",
         registry,
@@ -67,6 +70,8 @@ def build_mcp_server(
         on_call=count_call,
         listen=watch.listen if watch is not None else None,
         tasks=TaskPolicy(tasks, lambda name: name in TASK_TOOLS or _upstream(upstreams, name)) if tasks else None,
+        resources=views,
+        extensions=EXTENSIONS if views is not None else None,
     )
 
 

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 def builtin_tools(planes: Planes) -> list[BuiltinSpec]:
     """The ten built-ins in aiod's order: bash, code, files, editor, context, packages, skill,
-    browser info, GUI screenshot, GUI action."""
+    browser info, GUI screenshot, GUI action; then agentbox's own: the terminal (an MCP App)."""
     return [
         *shell.tools(planes),
         *code.tools(planes),
@@ -21,4 +21,5 @@ def builtin_tools(planes: Planes) -> list[BuiltinSpec]:
         *editor.tools(planes),
         *context.tools(planes),
         *browser.tools(planes),
+        *shell.terminal_tools(planes),
     ]

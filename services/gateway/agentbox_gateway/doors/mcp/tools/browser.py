@@ -18,6 +18,8 @@ from ....planes.browser import (
 )
 from ...shared.addresses import gateway_base
 from ...shared.browser_links import browser_info_data
+from ...web.live_view import VNC_PREFIX
+from ..apps import LIVE_VIEW_URI, open_view, tool_meta
 from .registry import BuiltinSpec, ToolContext, ToolSpec
 from .results import ToolError, image_result, json_result
 
@@ -108,6 +110,7 @@ def tools(planes: Planes) -> list[BuiltinSpec]:
     """No Chromium is answered in the seed's words per tool; other plane errors by the registry."""
     plane = planes.browser
     local_base = gateway_base(planes.settings)
+    ttl = planes.settings.ticket_ttl
 
     async def get_info(args: dict[str, Any], call: ToolContext) -> types.CallToolResult:
         try:
@@ -115,7 +118,12 @@ def tools(planes: Planes) -> list[BuiltinSpec]:
         except BrowserUnavailable as exc:
             raise ToolError(f"No reachable CDP port: {exc.cause}") from exc
         caller = call.request.scope if call.request is not None else None
-        return json_result(browser_info_data(info, call.public_base(local_base), caller))
+        base = call.public_base(local_base)
+        data = browser_info_data(info, base, caller)
+        result = json_result(data)
+        if data["vnc_url"] is not None:  # the live view's MCP App, where there is a live view
+            open_view(result, caller, base, ttl, VNC_PREFIX)
+        return result
 
     async def screenshot(args: dict[str, Any]) -> types.CallToolResult:
         try:
@@ -140,9 +148,10 @@ def tools(planes: Planes) -> list[BuiltinSpec]:
             "browser_get_info",
             "Get information about the browser: the CDP WebSocket URL to connect Playwright or Puppeteer "
             "through this gateway, the user agent, the display size (viewport) and the VNC URL (null: "
-            "none here).",
+            "none here). Hosts that render MCP Apps show the live view beside the result.",
             _NO_ARGUMENTS,
             get_info,
+            meta=tool_meta(LIVE_VIEW_URI),
         ),
         ToolSpec(
             "browser_gui_screenshot",

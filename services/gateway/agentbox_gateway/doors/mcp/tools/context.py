@@ -8,6 +8,7 @@ from mcp import types
 
 from ....planes.context import LANGUAGES, SandboxContext
 from ...shared.addresses import gateway_base
+from ..apps import PREVIEW_URI, open_previews, tool_meta
 from .registry import BuiltinSpec, ToolContext, ToolSpec
 from .results import json_result, text_result
 
@@ -22,7 +23,7 @@ CONTEXT_DESCRIPTION = (
     "browser (the app on an origin of its own; with a key set the person opens it from the dashboard, or "
     "POST /tickets/preview gives a signed link), and url/absproxy_url, the /proxy/{port}/ and "
     "/absproxy/{port}/ forms for programs (in a browser they run sandboxed). "
-    "Call it first to learn where you are."
+    "Call it first to learn where you are. Hosts that render MCP Apps show the previews beside the result."
 )
 PACKAGES_DESCRIPTION = (
     "List installed packages: Python packages of the sandbox's python3 (name==version) or global npm "
@@ -80,7 +81,12 @@ def tools(planes: Planes) -> list[BuiltinSpec]:
     local_base = gateway_base(planes.settings)
 
     async def get_context(args: dict[str, Any], call: ToolContext) -> types.CallToolResult:
-        return json_result(_context_json(await context.get_context(call.public_base(local_base))))
+        base = call.public_base(local_base)
+        snapshot = await context.get_context(base)
+        result = json_result(_context_json(snapshot))
+        caller = call.request.scope if call.request is not None else None
+        open_previews(result, caller, base, planes.settings.ticket_ttl, [p["port"] for p in snapshot.previews])
+        return result
 
     async def get_packages(args: dict[str, Any]) -> types.CallToolResult:
         return text_result(await context.packages_text(args.get("language")))
@@ -89,7 +95,7 @@ def tools(planes: Planes) -> list[BuiltinSpec]:
         return text_result(await context.load_skill(args.get("name")))
 
     return [
-        ToolSpec("sandbox_get_context", CONTEXT_DESCRIPTION, CONTEXT_SCHEMA, get_context),
+        ToolSpec("sandbox_get_context", CONTEXT_DESCRIPTION, CONTEXT_SCHEMA, get_context, meta=tool_meta(PREVIEW_URI)),
         ToolSpec("sandbox_get_packages", PACKAGES_DESCRIPTION, PACKAGES_SCHEMA, get_packages),
         ToolSpec(
             "sandbox_load_skill",

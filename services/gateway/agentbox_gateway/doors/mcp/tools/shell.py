@@ -1,4 +1,4 @@
-"""``sandbox_execute_bash``: the MCP door of the shell plane."""
+"""``sandbox_execute_bash`` and ``sandbox_open_terminal``: the MCP door of the shell plane."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
+from ....auth.guards import page_ticket
 from ....planes.shell import DEFAULT_TOOL_TIMEOUT, OUTPUT_LIMIT, InvalidRequest
+from ...shared.addresses import gateway_base
+from ...web.terminal import TERMINAL_PREFIX
+from ..apps import TERMINAL_URI, open_view, tool_meta
 from .registry import BuiltinSpec, ToolContext, ToolSpec
 from .results import json_result
 
@@ -96,3 +100,31 @@ def tools(planes: Planes) -> list[BuiltinSpec]:
         )
 
     return [ToolSpec("sandbox_execute_bash", DESCRIPTION, INPUT_SCHEMA, execute_bash)]
+
+
+TERMINAL_DESCRIPTION = (
+    "Open an interactive terminal for a person: a bash shell in the sandbox, for as long as it is "
+    "open. Returns terminal_url, the page a person opens in a browser (with a key set, signed for that "
+    "page alone, good once within the ticket lifetime); hosts that render MCP Apps show the terminal "
+    "beside the result. For commands of your own use sandbox_execute_bash."
+)
+
+
+def terminal_tools(planes: Planes) -> list[BuiltinSpec]:
+    """``sandbox_open_terminal``: the web terminal (``doors/web/terminal.py``) for a person, as a
+    link and as an MCP App; each opening is a shell of its own, closed with its socket."""
+    local_base = gateway_base(planes.settings)
+    ttl = planes.settings.ticket_ttl
+
+    async def open_terminal(args: dict[str, Any], call: ToolContext) -> types.CallToolResult:
+        caller = call.request.scope if call.request is not None else None
+        base = call.public_base(local_base).rstrip("/")
+        ticket = page_ticket(caller, TERMINAL_PREFIX) if caller is not None else None
+        result = json_result({"terminal_url": f"{base}{TERMINAL_PREFIX}" + (f"?{ticket}" if ticket else "")})
+        open_view(result, caller, base, ttl, TERMINAL_PREFIX)
+        return result
+
+    schema: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+    return [
+        ToolSpec("sandbox_open_terminal", TERMINAL_DESCRIPTION, schema, open_terminal, meta=tool_meta(TERMINAL_URI))
+    ]
