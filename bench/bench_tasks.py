@@ -5,6 +5,8 @@
    within the 0.2 s window, through the task machinery).
 2. A long command (``sleep 30``) declaring the extension: the time to its task handle, and to the
    first ``tasks/get`` answered after it (create-and-first-poll); each task is cancelled after.
+3. The same from a handshake-era client (2025-11-25's ``params.task``, the TypeScript SDK's way): the
+   handle comes at once, without the window a 2026-07-28 call waits in.
 
 The gateway is ``aiod start`` in its own process on a random loopback port; every answer is checked.
 
@@ -71,6 +73,29 @@ def task_round(client: httpx.Client, url: str) -> tuple[float, float]:
     return handle, first_poll
 
 
+HANDSHAKE = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+
+
+def handshake_round(client: httpx.Client, url: str) -> tuple[float, float]:
+    """The same as :func:`task_round` on the handshake-era wire."""
+
+    def post(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        answer = client.post(f"{url}/mcp", json=body, headers=HANDSHAKE).json()
+        assert "result" in answer, answer
+        result: dict[str, Any] = answer["result"]
+        return result
+
+    started = time.perf_counter()
+    created = post("tools/call", {"name": "sandbox_execute_bash", "arguments": {"cmd": "sleep 30"}, "task": {}})
+    handle = time.perf_counter() - started
+    task_id = created["task"]["taskId"]
+    assert post("tasks/get", {"taskId": task_id})["status"] == "working"
+    first_poll = time.perf_counter() - started
+    assert post("tasks/cancel", {"taskId": task_id})["status"] == "cancelled"
+    return handle, first_poll
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
@@ -80,9 +105,11 @@ def main() -> None:
         samples = interleaved(quick_calls(client, url), args.calls, WARMUP)
         print(f"N={args.calls} each, calls interleaved, {os.cpu_count()} CPUs\n")
         print_latencies(samples, width=46)
-        rounds = [task_round(client, url) for _ in range(args.tasks)]
-        handles = {"long command: task handle": [r[0] for r in rounds]}
-        handles["long command: handle + first tasks/get"] = [r[1] for r in rounds]
+        rounds = [(task_round(client, url), handshake_round(client, url)) for _ in range(args.tasks)]
+        handles = {"long command: task handle": [r[0][0] for r in rounds]}
+        handles["long command: handle + first tasks/get"] = [r[0][1] for r in rounds]
+        handles["2025-11-25 params.task: task handle"] = [r[1][0] for r in rounds]
+        handles["2025-11-25 params.task: handle + tasks/get"] = [r[1][1] for r in rounds]
         print(f"\nN={args.tasks} tasks (each cancelled after its first poll)\n")
         print_latencies(handles, width=46)
 
