@@ -52,3 +52,20 @@ def test_cancelling_the_task_stops_the_agent(make_settings, stand_in) -> None:
         assert task(f"{base}/mcp", "tasks/cancel", created["taskId"])["resultType"] == "complete"
         until(lambda: task(f"{base}/mcp", "tasks/get", created["taskId"])["status"] == "cancelled", 10)
         until(lambda: not group_members(call["pgid"]), 10)
+
+
+def test_a_handshake_era_client_gets_a_task_and_waits_for_its_result(make_settings) -> None:
+    """2025-11-25's ``params.task`` (the TypeScript SDK's ``callToolStream``): the handle at once,
+    ``tasks/result`` waits for the agent's answer."""
+    headers = {"MCP-Protocol-Version": "2025-11-25"}
+    with serve_settings(make_settings()) as base:
+        listed = sse_json(mcp_post(f"{base}/mcp", "tools/list", {}, headers=headers))["result"]["tools"]
+        assert [t["execution"] for t in listed if t["name"] == "run_prompt"] == [{"taskSupport": "optional"}]
+        params = {"name": "run_prompt", "arguments": {"prompt": "SLEEP 1\nANSWER all done"}, "task": {"ttl": 60000}}
+        began = time.monotonic()
+        created = sse_json(mcp_post(f"{base}/mcp", "tools/call", params, headers=headers))["result"]["task"]
+        assert created["status"] == "working" and time.monotonic() - began < 1.0, created
+        answer = mcp_post(f"{base}/mcp", "tasks/result", {"taskId": created["taskId"]}, headers=headers)
+        result = sse_json(answer)["result"]
+        assert result["content"][0]["text"] == "all done"
+        assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": created["taskId"]}
