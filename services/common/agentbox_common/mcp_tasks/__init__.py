@@ -54,17 +54,17 @@ def install(server: Server[Any], policy: TaskPolicy) -> None:
     async def get(ctx: Context, params: TaskRequest) -> dict[str, Any]:
         if handshake.handshake_era(ctx):
             return handshake.get(store, params.task_id)
-        return extension.get(store, ctx.params, params.task_id)
+        return extension.get(store, ctx, params.task_id)
 
     async def update(ctx: Context, params: TaskRequest) -> dict[str, Any]:
         modern_only(ctx)
-        extension.update(store, ctx.params, params.task_id, params.input_responses or {})
+        extension.update(store, ctx, params.task_id, params.input_responses or {})
         return {}
 
     async def cancel(ctx: Context, params: TaskRequest) -> dict[str, Any]:
         if handshake.handshake_era(ctx):
             return handshake.cancel(store, params.task_id)
-        extension.cancel(store, ctx.params, params.task_id)
+        extension.cancel(store, ctx, params.task_id)
         return {}
 
     async def result(ctx: Context, params: TaskRequest) -> dict[str, Any]:

@@ -14,6 +14,8 @@ import anyio
 from mcp import types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
+from mcp_types.jsonrpc import HEADER_MISMATCH
 
 from .store import Status, Task, TaskPolicy, TaskStore, current_task, stamp
 
@@ -153,18 +155,29 @@ async def call_as_task(
     return {"resultType": "task", **task_fields(task)}
 
 
-def get(store: TaskStore, params: Mapping[str, Any] | None, task_id: str) -> dict[str, Any]:
-    require_extension(params)
+def check_request(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
+    """The extension declared on the request, and its ``Mcp-Name`` header naming the task (SEP-2663
+    makes ``tasks/*`` name-bearing; the SDK's header ladder checks only the core methods)."""
+    require_extension(ctx.params)
+    headers = getattr(ctx.request, "headers", None)
+    if headers is not None and decode_header_value(headers.get(MCP_NAME_HEADER)) != task_id:
+        raise MCPError(
+            HEADER_MISMATCH, f"{MCP_NAME_HEADER} header does not match the request body's 'taskId' parameter"
+        )
+
+
+def get(store: TaskStore, ctx: ServerRequestContext[Any, Any], task_id: str) -> dict[str, Any]:
+    check_request(ctx, task_id)
     return detailed_task(store.get(task_id))
 
 
-def update(store: TaskStore, params: Mapping[str, Any] | None, task_id: str, responses: Mapping[str, Any]) -> None:
+def update(store: TaskStore, ctx: ServerRequestContext[Any, Any], task_id: str, responses: Mapping[str, Any]) -> None:
     """Answers for a task waiting on input; for one that asks nothing they are ignored, as the spec allows."""
-    require_extension(params)
+    check_request(ctx, task_id)
     store.get(task_id).answer(responses)
 
 
-def cancel(store: TaskStore, params: Mapping[str, Any] | None, task_id: str) -> None:
+def cancel(store: TaskStore, ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
     """An empty ack, on a running task as on a finished one (idempotent)."""
-    require_extension(params)
+    check_request(ctx, task_id)
     store.cancel(task_id)

@@ -5,12 +5,18 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
 
+from agentbox_gateway.app import build_app
+from tests.gateway.conftest import isolated_settings
 from tests.support.conformance import conformance_cli, node22
+from tests.support.conformance_fixtures import fixtures_app, upstreams
+from tests.support.servers import serve_app
 
 #: The suite's runs: its ``active`` suite, and exactly what MCP 2026-07-28 requires (``--requirements``),
 #: each with its baseline of expected failures and the scenarios that must pass.
@@ -58,6 +64,47 @@ def test_conformance_suite_matches_the_baseline(gateway: str, tmp_path: Path, ru
     for scenario in [*required, "dns-rebinding-protection"]:
         assert f"✓ {scenario}" in output, f"{scenario} did not pass:\n{output[-6000:]}"
     check_reasons(tmp_path / "results", baseline, published(gateway))
+
+
+#: The suite's tasks scenarios, run against a gateway aggregating the suite's fixtures
+#: (``tests/support/conformance_fixtures.py``): the first three pass whole; the others fail only
+#: where they call ``greet``, a fixture an aggregated upstream cannot publish under that name.
+TASK_SCENARIOS = {
+    "tasks-capability-negotiation": set(),
+    "tasks-wire-fields": set(),
+    "tasks-request-state-removal": set(),
+    "tasks-lifecycle": {"tasks-sync-tool-call"},
+    "tasks-request-headers": {"tasks-headers-tolerate-mcp-method-on-tools-call"},
+    "tasks-dispatch-and-envelope": {
+        "sep-2663-legacy-task-param-ignored",
+        "tasks-result-type-complete-on-non-task-responses",
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def fixtures_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A gateway aggregating the suite's task fixtures, listed once (a stateless client calls tools
+    without listing; the gateway routes what it has listed)."""
+    with serve_app(fixtures_app()) as fixtures:
+        settings = replace(
+            isolated_settings(tmp_path_factory.mktemp("skills")), mcp_servers=upstreams(f"{fixtures}/mcp")
+        )
+        with serve_app(build_app(settings)) as url:
+            assert {"slow_compute", "failing_job", "protocol_error_job"} <= published(url)
+            yield url
+
+
+@pytest.mark.node22
+@pytest.mark.parametrize("scenario", list(TASK_SCENARIOS))
+def test_the_tasks_scenarios_drive_the_gateways_tasks(fixtures_gateway: str, tmp_path: Path, scenario: str) -> None:
+    port = fixtures_gateway.rsplit(":", 1)[1]
+    command = [node22(), conformance_cli(), "server", "--url", f"http://localhost:{port}/mcp", "--scenario", scenario]
+    run = subprocess.run([*command, "-o", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    [checks] = tmp_path.glob(f"server-{scenario}-*/checks.json")
+    failed = {c["id"]: c.get("errorMessage", "") for c in json.loads(checks.read_text()) if c["status"] != "SUCCESS"}
+    assert failed.keys() == TASK_SCENARIOS[scenario], (failed, run.stdout[-3000:])
+    assert all("unknown tool: greet" in message for message in failed.values()), failed
 
 
 def baseline_reasons(baseline: Path) -> dict[str, str]:
