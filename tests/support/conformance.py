@@ -42,25 +42,22 @@ def node22() -> str:
     return str(binary)
 
 
-def conformance_cli() -> str:
-    """The suite's CLI at :data:`CONFORMANCE_VERSION`, in a cache folder of that version's own (a cache
-    kept from an earlier version is not taken for this one)."""
-    root = CACHE / f"conformance-{CONFORMANCE_VERSION}"
-    cli = root / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-    if not cli.exists():
+def npm_package(name: str, version: str) -> Path:
+    """The npm package ``name@version`` installed in a cache folder of that version's own (a cache
+    kept from an earlier version is not taken for this one); its package folder."""
+    root = CACHE / f"{name.rsplit('/', 1)[-1]}-{version}"
+    package = root / "node_modules" / name
+    if not (package / "package.json").exists():
         root.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [
-                npm(),
-                "install",
-                "--silent",
-                "--no-save",
-                "--prefix",
-                str(root),
-                f"@modelcontextprotocol/conformance@{CONFORMANCE_VERSION}",
-            ],
+            [npm(), "install", "--silent", "--no-save", "--prefix", str(root), f"{name}@{version}"],
             check=True,
             capture_output=True,
             timeout=600,
         )
-    return str(cli)
+    return package
+
+
+def conformance_cli() -> str:
+    """The suite's CLI at :data:`CONFORMANCE_VERSION`."""
+    return str(npm_package("@modelcontextprotocol/conformance", CONFORMANCE_VERSION) / "dist" / "index.js")

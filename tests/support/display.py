@@ -8,8 +8,10 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
+from agentbox_gateway.settings import GatewaySettings
 from tests.support.headless_chromium import stop
 from tests.support.requirements import require_chromium, require_program
 from tests.support.servers import free_port, stop_group, wait_http
@@ -21,6 +23,23 @@ class Display:
     vnc_port: int
     cdp_url: str
     size: tuple[int, int]
+
+
+#: Debian's noVNC, which the gateway serves the live view from.
+NOVNC = Path("/usr/share/novnc")
+
+
+def live_view_settings(settings: GatewaySettings, display: Display, api_key: str) -> GatewaySettings:
+    """``settings`` of a gateway whose live view shows ``display`` (its Chromium, its x11vnc)."""
+    return replace(
+        settings,
+        api_key=api_key,
+        cdp_url=display.cdp_url,
+        vnc_enabled=True,
+        display=display.name,
+        vnc_address=f"127.0.0.1:{display.vnc_port}",
+        novnc_dir=NOVNC,
+    )
 
 
 def _require(program: str) -> str:

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.support.conformance import CACHE, node22, npm
+from tests.support.conformance import node22, npm_package
 
 TS_SDK_VERSION = "1.32.2"
 CLIENT_SCRIPT = Path(__file__).with_name("ts_client") / "mcp_client.mjs"
@@ -17,25 +17,7 @@ CLIENT_SCRIPT = Path(__file__).with_name("ts_client") / "mcp_client.mjs"
 
 def ts_sdk() -> Path:
     """The SDK's package folder at :data:`TS_SDK_VERSION`."""
-    root = CACHE / f"ts-sdk-{TS_SDK_VERSION}"
-    package = root / "node_modules" / "@modelcontextprotocol" / "sdk"
-    if not (package / "package.json").exists():
-        root.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                npm(),
-                "install",
-                "--silent",
-                "--no-save",
-                "--prefix",
-                str(root),
-                f"@modelcontextprotocol/sdk@{TS_SDK_VERSION}",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
-    return package
+    return npm_package("@modelcontextprotocol/sdk", TS_SDK_VERSION)
 
 
 def client_command(scenario: str, url: str, arguments: dict[str, Any] | None = None) -> list[str]:

@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.jsonrpc import HEADER_MISMATCH
 
-from .store import Status, Task, TaskPolicy, TaskStore, current_task, stamp
+from .store import Status, Task, TaskPolicy, TaskStore, base_fields, current_task
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -35,17 +35,7 @@ INPUT_KEY = "input"
 
 def task_fields(task: Task) -> dict[str, Any]:
     """The spec's ``Task`` shape."""
-    fields: dict[str, Any] = {
-        "taskId": task.task_id,
-        "status": task.status.value,
-        "createdAt": stamp(task.created),
-        "lastUpdatedAt": stamp(task.updated),
-        "ttlMs": TaskStore.ttl_ms(task),
-        "pollIntervalMs": POLL_INTERVAL_MS,
-    }
-    if task.status_message is not None:
-        fields["statusMessage"] = task.status_message
-    return fields
+    return {**base_fields(task), "ttlMs": TaskStore.ttl_ms(task), "pollIntervalMs": POLL_INTERVAL_MS}
 
 
 def detailed_task(task: Task) -> dict[str, Any]:

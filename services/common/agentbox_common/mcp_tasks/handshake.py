@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .extension import POLL_INTERVAL_MS, idempotency_key, output_meta
-from .store import Status, Task, TaskPolicy, TaskStore, stamp
+from .store import Status, Task, TaskPolicy, TaskStore, base_fields
 
 #: ``capabilities.tasks`` at ``initialize``: listed, cancelled, and made from ``tools/call``.
 CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
@@ -36,17 +36,7 @@ def handshake_era(ctx: ServerRequestContext[Any, Any]) -> bool:
 
 def task_fields(task: Task) -> dict[str, Any]:
     """2025-11-25's ``Task``: ``ttl`` and ``pollInterval`` in milliseconds."""
-    fields: dict[str, Any] = {
-        "taskId": task.task_id,
-        "status": task.status.value,
-        "createdAt": stamp(task.created),
-        "lastUpdatedAt": stamp(task.updated),
-        "ttl": TaskStore.ttl_ms(task),
-        "pollInterval": POLL_INTERVAL_MS,
-    }
-    if task.status_message is not None:
-        fields["statusMessage"] = task.status_message
-    return fields
+    return {**base_fields(task), "ttl": TaskStore.ttl_ms(task), "pollInterval": POLL_INTERVAL_MS}
 
 
 def requested_retention(params: Mapping[str, Any]) -> float | None:

@@ -232,6 +232,19 @@ def _dumped(result: Any) -> dict[str, Any]:
     return dict(result)
 
 
+def base_fields(task: Task) -> dict[str, Any]:
+    """What both wires' ``Task`` carry under the same names (the durations are named per wire)."""
+    fields: dict[str, Any] = {
+        "taskId": task.task_id,
+        "status": task.status.value,
+        "createdAt": stamp(task.created),
+        "lastUpdatedAt": stamp(task.updated),
+    }
+    if task.status_message is not None:
+        fields["statusMessage"] = task.status_message
+    return fields
+
+
 def stamp(moment: float) -> str:
     """An ISO 8601 UTC timestamp, as both wires carry them."""
     return (

@@ -8,8 +8,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import replace
+from collections.abc import AsyncIterator
 
 import anyio
 import httpx
@@ -17,10 +16,7 @@ import pytest
 from mcp import Client
 from mcp.shared.subscriptions import ToolsListChanged
 
-from agentbox_gateway.app import build_app
-from agentbox_gateway.settings import GatewaySettings
 from tests.gateway.upstreams.test_aggregation_fakes import upstream_process
-from tests.support.servers import free_port, serve_app
 
 pytestmark = pytest.mark.anyio
 
@@ -73,18 +69,6 @@ async def first_data(lines: AsyncIterator[str]) -> str:
         if line.startswith("data:"):
             return line.removeprefix("data:").strip()
     raise AssertionError("the stream ended without an event")
-
-
-@pytest.fixture
-def upstream_port() -> int:
-    return free_port()
-
-
-@pytest.fixture
-def aggregating_gateway(gateway_settings: GatewaySettings, upstream_port: int) -> Iterator[str]:
-    servers = {"later": {"url": f"http://127.0.0.1:{upstream_port}/mcp", "prefix": "later"}}
-    with serve_app(build_app(replace(gateway_settings, mcp_servers=servers))) as url:
-        yield url
 
 
 async def test_listen_hears_an_upstream_start_and_die(aggregating_gateway: str, upstream_port: int) -> None:

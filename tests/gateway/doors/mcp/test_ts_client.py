@@ -10,19 +10,14 @@ import json
 import queue
 import subprocess
 import threading
-from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from agentbox_gateway.app import build_app
-from agentbox_gateway.settings import GatewaySettings
 from tests.gateway.upstreams.test_aggregation_fakes import upstream_process
 from tests.support.polling import until
-from tests.support.servers import free_port, serve_app
 from tests.support.ts_sdk import client_command, client_env, run_client
 
 pytestmark = pytest.mark.node22
@@ -79,19 +74,6 @@ def test_the_same_idempotency_key_runs_the_command_once(mcp_url: str, tmp_path: 
     assert first["task"]["taskId"] == second["task"]["taskId"]
     run_client("result", mcp_url, {"taskId": first["task"]["taskId"]})
     assert ran.read_text() == "once\n"
-
-
-@pytest.fixture
-def upstream_port() -> int:
-    return free_port()
-
-
-@pytest.fixture
-def aggregating_gateway(gateway_settings: GatewaySettings, upstream_port: int) -> Iterator[str]:
-    """A gateway with one upstream registered (not started yet), listing it every second while down."""
-    servers = {"later": {"url": f"http://127.0.0.1:{upstream_port}/mcp", "prefix": "later"}}
-    with serve_app(build_app(replace(gateway_settings, mcp_servers=servers))) as url:
-        yield url
 
 
 class Listener:

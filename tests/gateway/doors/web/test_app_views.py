@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,8 @@ import pytest
 from agentbox_gateway.app import build_app
 from agentbox_gateway.doors.mcp.apps import LIVE_VIEW_URI, PREVIEW_URI, TERMINAL_URI
 from agentbox_gateway.settings import GatewaySettings
-from tests.gateway.doors.web.test_live_view import NOVNC, tab
-from tests.support.display import Display, display_stack
+from tests.gateway.doors.web.test_live_view import tab
+from tests.support.display import NOVNC, Display, display_stack, live_view_settings
 from tests.support.mcp_app_host import host_page, host_server, mount, open_view, wait_for
 from tests.support.requirements import missing
 from tests.support.servers import free_port, run_command, serve_app
@@ -40,15 +39,7 @@ def gateway_and_key(
     request: pytest.FixtureRequest, gateway_settings: GatewaySettings, display: Display
 ) -> Iterator[tuple[str, str]]:
     key = KEY if request.param == "keyed" else ""
-    settings = replace(
-        gateway_settings,
-        api_key=key,
-        cdp_url=display.cdp_url,
-        vnc_enabled=True,
-        display=display.name,
-        vnc_address=f"127.0.0.1:{display.vnc_port}",
-        novnc_dir=NOVNC,
-    )
+    settings = live_view_settings(gateway_settings, display, key)
     with serve_app(build_app(settings)) as url:
         yield url, key
 

@@ -9,7 +9,6 @@ import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page
@@ -19,7 +18,7 @@ from agentbox_gateway.auth.tickets import TICKET_PARAM as TICKET
 from agentbox_gateway.settings import GatewaySettings
 from tests.support import shared_http
 from tests.support.browser_pages import browser_context, status_elsewhere
-from tests.support.display import Display, display_stack
+from tests.support.display import NOVNC, Display, display_stack, live_view_settings
 from tests.support.headless_chromium import shown_page
 from tests.support.jsonrpc import call_tool, tool_json, tool_text
 from tests.support.png import decode_png
@@ -29,7 +28,6 @@ from tests.support.servers import serve_app
 pytestmark = pytest.mark.chromium
 KEY = "live-view-key-7c0ffee"
 BEARER = {"Authorization": f"Bearer {KEY}"}
-NOVNC = Path("/usr/share/novnc")
 
 
 @pytest.fixture(scope="module")
@@ -42,15 +40,7 @@ def display() -> Iterator[Display]:
 
 @pytest.fixture
 def live_gateway(gateway_settings: GatewaySettings, display: Display) -> Iterator[str]:
-    settings = replace(
-        gateway_settings,
-        api_key=KEY,
-        cdp_url=display.cdp_url,
-        vnc_enabled=True,
-        display=display.name,
-        vnc_address=f"127.0.0.1:{display.vnc_port}",
-        novnc_dir=NOVNC,
-    )
+    settings = live_view_settings(gateway_settings, display, KEY)
     with serve_app(build_app(settings)) as url:
         yield url
 
