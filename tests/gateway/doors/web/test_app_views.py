@@ -17,21 +17,12 @@ from agentbox_gateway.app import build_app
 from agentbox_gateway.doors.mcp.apps import LIVE_VIEW_URI, PREVIEW_URI, TERMINAL_URI
 from agentbox_gateway.settings import GatewaySettings
 from tests.gateway.doors.web.test_live_view import tab
-from tests.support.display import NOVNC, Display, display_stack, live_view_settings
+from tests.support.display import Display, live_view_settings
 from tests.support.mcp_app_host import host_page, host_server, mount, open_view, wait_for
-from tests.support.requirements import missing
 from tests.support.servers import free_port, run_command, serve_app
 
 pytestmark = pytest.mark.chromium
 KEY = "app-views-key-0b5e"
-
-
-@pytest.fixture(scope="module")
-def display() -> Iterator[Display]:
-    if not (NOVNC / "vnc.html").exists():
-        missing("Debian's novnc is not installed (apt-get install novnc)")
-    with display_stack() as stack:
-        yield stack
 
 
 @pytest.fixture(params=["keyed", "open"])

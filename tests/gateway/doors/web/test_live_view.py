@@ -18,24 +18,15 @@ from agentbox_gateway.auth.tickets import TICKET_PARAM as TICKET
 from agentbox_gateway.settings import GatewaySettings
 from tests.support import shared_http
 from tests.support.browser_pages import browser_context, status_elsewhere
-from tests.support.display import NOVNC, Display, display_stack, live_view_settings
+from tests.support.display import Display, live_view_settings
 from tests.support.headless_chromium import shown_page
 from tests.support.jsonrpc import call_tool, tool_json, tool_text
 from tests.support.png import decode_png
-from tests.support.requirements import missing
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.chromium
 KEY = "live-view-key-7c0ffee"
 BEARER = {"Authorization": f"Bearer {KEY}"}
-
-
-@pytest.fixture(scope="module")
-def display() -> Iterator[Display]:
-    if not (NOVNC / "vnc.html").exists():
-        missing("Debian's novnc is not installed (apt-get install novnc)")
-    with display_stack() as stack:
-        yield stack
 
 
 @pytest.fixture
