@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import queue
+import random
 import socket
 import subprocess
 import sys
@@ -122,10 +123,12 @@ def main() -> None:
             assert ready.wait(30), name
         started: dict[str, list[float]] = {name: [] for name in arrivals}
         killed: dict[str, list[float]] = {name: [] for name in arrivals}
+        pause = random.Random(7)
         for _ in range(args.rounds):
             with upstream(port) as (process, accepting):
                 for name, arrived in arrivals.items():
                     started[name].append(arrived.get(timeout=30) - accepting)
+                time.sleep(pause.uniform(0, POLL_INTERVAL))  # not in step with the gateway's listings
                 process.kill()
                 process.wait()
                 died = time.perf_counter()
