@@ -228,8 +228,8 @@ async def test_a_listening_client_hears_an_upstream_arrive_and_go(gateway: str, 
 
 
 @pytest.mark.anyio
-async def test_a_handshake_era_client_is_not_promised_notifications_it_cannot_get(gateway: str) -> None:
-    """The gateway is stateless: a 2025-era client has no stream to receive them on."""
+async def test_a_handshake_era_client_is_promised_notifications_on_the_get_stream(gateway: str) -> None:
+    """A 2025-era client receives them on the GET stream (tests/gateway/doors/mcp/test_list_changes.py)."""
     async with Client(f"{gateway}/mcp", mode="legacy") as client:
         tools = client.server_capabilities.tools
-        assert tools is not None and not tools.list_changed
+        assert tools is not None and tools.list_changed
