@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import time
 
 from .actions import MAX_CLIPBOARD_BYTES
 from .errors import ClipboardTimedOut, ClipboardTooLarge, ComputerError
@@ -95,3 +96,9 @@ class Clipboard:
             raise ComputerError(f"setting the clipboard did not finish in {SET_TIMEOUT:g} s") from exc
         if process.returncode != 0:
             raise ComputerError(f"setting the clipboard failed: xclip exited with {process.returncode}")
+        # xclip's fork takes the clipboard after its parent exits: until it has, a read gets the old text.
+        deadline = time.monotonic() + SET_TIMEOUT
+        while await self.get() != text:
+            if time.monotonic() > deadline:
+                raise ComputerError(f"the clipboard did not take the text in {SET_TIMEOUT:g} s")
+            await asyncio.sleep(0.01)
