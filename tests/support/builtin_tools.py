@@ -11,4 +11,6 @@ BUILTIN_TOOLS = [
     "browser_get_info",
     "browser_gui_screenshot",
     "browser_gui_execute_action",
+    "computer_accessibility_nodes",
+    "computer_execute_actions",
 ]

@@ -64,14 +64,14 @@ def test_the_seed_run(peer: str) -> None:
     with aiod(port, {"EXTRA_MCP_SERVERS": json.dumps(servers)}):
         mcp = f"http://127.0.0.1:{port}/mcp"
         builtins = list_tool_names(peer)
-        assert len(builtins) == 10
+        assert len(builtins) == 12
         names = list_tool_names(mcp)
-        assert len(names) == 20
+        assert len(names) == 24
         assert names == builtins + [f"peer_{name}" for name in builtins]
-        assert names[10] == "peer_sandbox_execute_bash" and names[-1] == "peer_browser_gui_execute_action"
+        assert names[12] == "peer_sandbox_execute_bash" and names[-1] == "peer_computer_execute_actions"
 
         peer_tools = rpc(peer, "tools/list").json()["result"]["tools"]
-        published = rpc(mcp, "tools/list").json()["result"]["tools"][10:]
+        published = rpc(mcp, "tools/list").json()["result"]["tools"][12:]
         assert published == [{**t, "name": f"peer_{t['name']}"} for t in peer_tools]
 
         through = call_tool(mcp, "peer_sandbox_execute_bash", BASH_ARGS, id=2)
@@ -95,7 +95,7 @@ def test_skipped_entries_are_announced_once_at_start(peer: str) -> None:
     }
     port = free_port()
     with aiod(port, {"EXTRA_MCP_SERVERS": json.dumps(servers)}) as process:
-        assert len(list_tool_names(f"http://127.0.0.1:{port}/mcp")) == 20
+        assert len(list_tool_names(f"http://127.0.0.1:{port}/mcp")) == 24
     lines = [line for line in output_of(process).splitlines() if "skipped" in line]
     expected = {
         "remote": "remote host 'mcp.example.com' is not allowed",
@@ -122,8 +122,8 @@ def test_an_upstream_behind_its_own_key_gets_only_the_entrys_header(
             mcp = f"{url}/mcp"
             names = list_tool_names(mcp, headers=auth)
             # The client's own (valid) bearer is never passed on, so the entry without headers gets a 401.
-            assert len(names) == 20 and not any(name.startswith("nokey_") for name in names)
-            assert names[10] == "keyed_sandbox_execute_bash"
+            assert len(names) == 24 and not any(name.startswith("nokey_") for name in names)
+            assert names[12] == "keyed_sandbox_execute_bash"
             ok = call_tool(mcp, "keyed_sandbox_execute_bash", BASH_ARGS, headers=auth)
             assert ok["isError"] is False
             refused = call_tool(mcp, "nokey_sandbox_execute_bash", BASH_ARGS, headers=auth)

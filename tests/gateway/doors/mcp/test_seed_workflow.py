@@ -173,6 +173,6 @@ async def test_four_steps_through_the_official_sdk(mcp_url: str, mode: str) -> N
         expected = "2025-11-25" if mode == "legacy" else "2026-07-28"
         assert client.protocol_version == expected
         tools = await client.list_tools()
-        assert [t.name for t in tools.tools][:10] == BUILTIN_TOOLS
+        assert [t.name for t in tools.tools][: len(BUILTIN_TOOLS)] == BUILTIN_TOOLS
         assert all(t.description and t.input_schema.get("type") == "object" for t in tools.tools)
         await _run_workflow(client)

@@ -17,6 +17,7 @@ from agentbox_gateway.app import build_app
 from agentbox_gateway.settings import GatewaySettings
 from tests.gateway.conftest import isolated_settings
 from tests.support.desktop import Desktop, accessible_desktop
+from tests.support.jsonrpc import call_tool, tool_json, tool_text
 from tests.support.polling import until
 from tests.support.servers import serve_app
 
@@ -222,6 +223,31 @@ def test_windows_list_and_activate(client: httpx.Client) -> None:
     assert shown[window_id]["minimized"] is False
 
 
+def test_mcp_tools_act_by_node(client: httpx.Client, desktop: Desktop) -> None:
+    mcp = f"{client.base_url}/mcp"
+    found = tool_json(
+        call_tool(mcp, "computer_accessibility_nodes", {"role": "entry", "name": "Your name"}, headers=BEARER)
+    )
+    button = tool_json(
+        call_tool(mcp, "computer_accessibility_nodes", {"role": "push button", "name": "Send it"}, headers=BEARER)
+    )
+    assert len(found["nodes"]) == 1 and len(button["nodes"]) == 1
+    actions = [
+        {"action_type": "NODE_SET_VALUE", "node_id": found["nodes"][0]["node_id"], "value": "Grace Hopper"},
+        {"action_type": "NODE_INVOKE", "node_id": button["nodes"][0]["node_id"], "action": "press"},
+    ]
+    result = call_tool(
+        mcp, "computer_execute_actions", {"actions": actions, "include_screenshot": True}, headers=BEARER
+    )
+    assert result["isError"] is False, result
+    assert tool_json(result)["failed_index"] is None and result["content"][1]["type"] == "image"
+    until(lambda: page_title(desktop) == "sent:Grace Hopper", 20)
+    failed = call_tool(mcp, "computer_execute_actions", {"actions": [{**actions[1], "action": "fly"}]}, headers=BEARER)
+    assert (
+        failed["isError"] is True and tool_json(failed)["failed_index"] == 0 and "press" in tool_json(failed)["error"]
+    )
+
+
 def test_no_display_is_503_with_a_hint(gateway_settings: GatewaySettings) -> None:
     settings = replace(GatewaySettings.from_env({"AGENTBOX_DISPLAY": ":9", "DISABLE_VNC": "true"}))
     assert not settings.vnc_enabled
@@ -238,3 +264,5 @@ def test_no_display_is_503_with_a_hint(gateway_settings: GatewaySettings) -> Non
             assert response.status_code == 503 and "DISABLE_VNC" in response.json()["hint"], response.text
         action = httpx.post(f"{url}/v2/computer/actions", json={"action_type": "MOVE_TO", "x": 1, "y": 1})
         assert action.status_code == 503 and "DISABLE_VNC" in action.json()["hint"]
+        nodes = call_tool(f"{url}/mcp", "computer_accessibility_nodes", {})
+        assert nodes["isError"] is True and "DISABLE_VNC" in tool_text(nodes)
