@@ -87,7 +87,7 @@ def _tree_filters(
 
 def router(planes: Planes) -> APIRouter:
     plane = planes.computer
-    api = APIRouter(prefix="/v2/computer", tags=["v2 computer"], responses=error_responses(400, 404, 503))
+    api = APIRouter(prefix="/v2/computer", tags=["v2 computer"], responses=error_responses(400, 404, 413, 503, 504))
 
     @api.get("/info")
     async def computer_info() -> dict[str, Any]:

@@ -96,7 +96,7 @@ def parse_computer_action(raw: Any) -> ComputerAction:
         value = raw.get("value")
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise InvalidComputerAction("value must be a string or a number", "value")
-        text = value if isinstance(value, str) else f"{value:g}"
+        text = value if isinstance(value, str) else str(value)
         if len(text) > MAX_VALUE_CHARS:
             raise InvalidComputerAction(f"value is longer than {MAX_VALUE_CHARS} characters", "value")
         return DesktopAction(kind, node_id=node_id, value=text)
