@@ -69,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
 
                 def whole_tree() -> None:
                     params = {"scope": "desktop", "include_offscreen": "true", "max_nodes": "20000"}
-                    reply = client.get("/v2/computer/accessibility", params=params).json()["data"]
-                    assert not reply["truncated"], reply.keys()
+                    response = client.get("/v2/computer/accessibility", params=params)
+                    reply = response.json()["data"]
+                    assert response.status_code == 200 and not reply["truncated"], response.text[:500]
                     counts["/v2/computer/accessibility (whole display)"] = reply["node_count"]
 
                 def search() -> None:

@@ -33,6 +33,9 @@ _GONE = (
     "org.freedesktop.DBus.Error.ServiceUnknown",
 )
 _NODE_ID = re.compile(r"(:[0-9]+\.[0-9]+)(/[A-Za-z0-9_/]+)")
+#: D-Bus calls awaiting their reply at once: a thousand sent at once fill the socket's buffer, and
+#: dbus-fast then fails the write (EAGAIN) and drops the connection instead of waiting.
+IN_FLIGHT = 64
 #: Seconds one D-Bus call may take before the application counts as hung.
 CALL_TIMEOUT = 5.0
 
@@ -56,6 +59,7 @@ class Accessibility:
         self.session_bus = session_bus
         self._bus: MessageBus | None = None
         self._lock = asyncio.Lock()
+        self._in_flight = asyncio.Semaphore(IN_FLIGHT)
 
     async def aclose(self) -> None:
         if self._bus is not None:
@@ -107,7 +111,8 @@ class Accessibility:
             body=body or [],
         )
         try:
-            reply = await asyncio.wait_for(bus.call(message), CALL_TIMEOUT)
+            async with self._in_flight:
+                reply = await asyncio.wait_for(bus.call(message), CALL_TIMEOUT)
         except TimeoutError as exc:
             raise ComputerError(f"the application {node[0]} did not answer {member} in {CALL_TIMEOUT:g} s") from exc
         except (OSError, EOFError) as exc:
