@@ -36,6 +36,8 @@ _NODE_ID = re.compile(r"(:[0-9]+\.[0-9]+)(/[A-Za-z0-9_/]+)")
 #: D-Bus calls awaiting their reply at once: a thousand sent at once fill the socket's buffer, and
 #: dbus-fast then fails the write (EAGAIN) and drops the connection instead of waiting.
 IN_FLIGHT = 64
+#: Seconds a node that said it takes the focus gets to show it has.
+FOCUS_TIMEOUT = 5.0
 #: Seconds one D-Bus call may take before the application counts as hung.
 CALL_TIMEOUT = 5.0
 
@@ -217,6 +219,14 @@ class Accessibility:
     async def focus(self, node_id: str) -> str:
         node = await self.node(node_id)
         taken = (await self._call(parse_node_id(node_id), _COMPONENT, "GrabFocus"))[0]
+        # Chromium focuses the element in its renderer after answering: keys sent before would go to
+        # the element focused before, so the focus is awaited (its ``focused`` state).
+        deadline = time.monotonic() + FOCUS_TIMEOUT
+        while taken and "focused" not in (await self.node(node_id)).states:
+            if time.monotonic() > deadline:
+                taken = False
+                break
+            await asyncio.sleep(0.02)
         if not taken:
             raise ComputerError(f"the {node.role} {node.name!r} did not take the focus")
         return f"Focused the {node.role} {node.name!r}"
