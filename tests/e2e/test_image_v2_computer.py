@@ -147,6 +147,22 @@ def test_mcp_tools_find_and_act_by_node(computer_box: Box) -> None:
     assert result["isError"] is False and result["content"][1]["type"] == "image", result
 
 
+def test_record_grabs_the_whole_display_one_at_a_time(client: httpx.Client, computer_box: Box) -> None:
+    path = "/tmp/recordings/desktop.mp4"
+    started = data(client.post("/v2/computer/record", json={"action": "start", "save_path": path, "fps": 10}))
+    assert started["status"] == "recording" and started["save_path"] == path
+    second = client.post("/v2/computer/record", json={"action": "start"})
+    assert second.status_code == 409, second.text
+    assert client.post("/v2/computer/record", json={"action": "start", "max_duration": 601}).status_code == 422
+    until(lambda: data(client.post("/v2/computer/record", json={"action": "status"}))["duration"] >= 1.5, 30)
+    stopped = data(client.post("/v2/computer/record", json={"action": "stop"}))
+    assert stopped["status"] == "stopped" and stopped["file_size_bytes"] > 0, stopped
+    code, probed = computer_box.exec(
+        f"ffprobe -v error -select_streams v:0 -show_entries stream=width,height -of csv=p=0 {path}", user="sandbox"
+    )
+    assert code == 0 and probed.strip() == "1280,1024", probed  # the screen, not the page under the toolbars
+
+
 def test_without_the_display_the_routes_answer_503(docker_client: docker.DockerClient, agentbox_image: str) -> None:
     with running_box(docker_client, agentbox_image, {"AIO_API_KEY": KEY, "DISABLE_VNC": "true"}) as box:
         box.wait_http(8091, "/health")
