@@ -64,7 +64,7 @@ class Recorder:
                 raise PageUnavailable("ffmpeg is not installed: recordings need it")
             fps = args.get("fps") or 10
             default = os.path.join(tempfile.gettempdir(), f"{self.name}-{time.time_ns()}.mp4")
-            target = await asyncio.to_thread(_writable_target, args.get("save_path") or default)
+            target = await asyncio.to_thread(_writable_target, args.get("save_path") or default, self.name == "display")
             even = "pad=ceil(iw/2)*2:ceil(ih/2)*2"  # H.264 wants even sizes
             size = f"scale={args['width']}:{args['height']}," if args.get("width") and args.get("height") else ""
             self._grabbing = session.display if self.name == "display" else None
@@ -170,10 +170,20 @@ class Recorder:
             return self.status()
 
 
-def _writable_target(path: str) -> str:
+def _writable_target(path: str, create: bool) -> str:
+    """``path`` made absolute; its directory must exist, or is made when ``create`` (the display's
+    recordings, as aiod's ``display/record`` does: a directory that cannot be made is a bad path)."""
     target = os.path.abspath(path)
-    if not os.path.isdir(os.path.dirname(target)):
-        raise PageNotFound(f"no such directory: {os.path.dirname(target)}")
+    folder = os.path.dirname(target)
+    if create:
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as exc:
+            raise PageError(f"cannot write recordings to {folder}: {exc.strerror}") from exc
+        if not os.access(folder, os.W_OK):
+            raise PageError(f"cannot write recordings to {folder}: permission denied")
+    if not os.path.isdir(folder):
+        raise PageNotFound(f"no such directory: {folder}")
     return target
 
 
