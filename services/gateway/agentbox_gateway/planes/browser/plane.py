@@ -322,6 +322,12 @@ class BrowserPlane:
         """The display the GUI tools act on, or None when there is none (the page, by CDP)."""
         return self._display
 
+    async def ready_display(self) -> XDisplay | None:
+        """:attr:`display`, started first when it waits for its first use (``BROWSER_START_MODE=manual``)."""
+        if self._display is not None:
+            await self._launcher.ensure()
+        return self._display
+
     async def reload_proxy_settings(self, done: asyncio.Event, within: float) -> bool:
         """Make Chromium fetch its PAC file again now; True once ``done`` is set (by whoever serves the
         file), False after ``within`` seconds. No DevTools command does it; the "Re-apply settings"

@@ -95,6 +95,13 @@ class ComputerPlane:
             raise DisplayOff()
         return display
 
+    async def _ready(self) -> XDisplay:
+        """The display, started first if it waits for its first use; :class:`DisplayOff` without one."""
+        display = await self._browser.ready_display()
+        if display is None:
+            raise DisplayOff()
+        return display
+
     @functools.cached_property
     def _windows(self) -> Windows:
         from .windows import Windows
@@ -147,7 +154,7 @@ class ComputerPlane:
         )
 
     async def screenshot(self) -> Capture:
-        display = self._display()
+        display = await self._ready()
         width, height, png = await display.screenshot()
         return Capture(png, width, height)
 
@@ -200,7 +207,7 @@ class ComputerPlane:
     async def execute(self, raw: Any, include_screenshot: bool = False) -> ActionsResult:
         """One action; its error is raised (nothing to report it beside)."""
         action = parse_computer_action(raw)
-        self._display()
+        await self._ready()
         async with self._browser.display_input() as driver:
             performed = await self._perform(action, driver)
         return await self._after(ActionsResult([performed]), include_screenshot)
@@ -210,7 +217,7 @@ class ComputerPlane:
         other client's action runs between them. A failing action stops the batch; what ran before
         it stays done (``failed_index``, ``error``)."""
         actions = parse_batch(raw)
-        self._display()
+        await self._ready()
         result = ActionsResult()
         async with self._browser.display_input() as driver:
             for index, action in enumerate(actions):
@@ -222,36 +229,36 @@ class ComputerPlane:
         return await self._after(result, include_screenshot)
 
     async def cursor(self) -> tuple[int, int]:
-        self._display()
+        await self._ready()
         return await self._windows.cursor()
 
     async def clipboard(self) -> str:
-        self._display()
+        await self._ready()
         return await self._clipboard.get()
 
     async def set_clipboard(self, text: str) -> None:
-        self._display()
+        await self._ready()
         await self._clipboard.set(text)
 
     async def windows(self) -> WindowList:
-        self._display()
+        await self._ready()
         return await self._windows.list()
 
     async def activate_window(self, window_id: int) -> str:
-        self._display()
+        await self._ready()
         async with self._browser.display_input():
             return await self._windows.activate(window_id)
 
     async def accessibility(self, query: TreeQuery) -> Tree:
-        self._display()
+        await self._ready()
         return await self._accessibility.tree(query)
 
     async def node(self, node_id: str) -> Node:
-        self._display()
+        await self._ready()
         return await self._accessibility.node(node_id)
 
     async def record(self, arguments: dict[str, Any]) -> Any:
         """``start`` / ``status`` / ``stop`` a recording of the display: the one ``/v1/display/record``
         makes (ffmpeg, one at a time, bounded length)."""
-        self._display()
+        await self._ready()
         return await self._page.call("display_record", {k: v for k, v in arguments.items() if k in RECORD_FIELDS})
