@@ -128,23 +128,29 @@ class Accessibility:
             raise ComputerError(f"{member} failed: {reply.error_name}: {reply.body}")
         return list(reply.body)
 
+    async def _extents(self, node: tuple[str, str]) -> dict[str, int] | None:
+        """Screen bounds; None for an element without geometry (no Component interface)."""
+        if node == _REGISTRY:
+            return None
+        try:
+            x, y, width, height = (await self._call(node, _COMPONENT, "GetExtents", "u", [0]))[0]
+        except NodeNotFound:
+            raise
+        except ComputerError:
+            return None
+        return {"x": x, "y": y, "width": width, "height": height}
+
     async def _read(self, node: tuple[str, str], depth: int) -> tuple[Node, list[tuple[str, str]]]:
-        name, role, states, children = await asyncio.gather(
+        """One node's fields and its children's references, asked for at once."""
+        name, role, states, children, bounds = await asyncio.gather(
             self._call(node, _PROPERTIES, "Get", "ss", [_ACCESSIBLE, "Name"]),
             self._call(node, _ACCESSIBLE, "GetRoleName"),
             self._call(node, _ACCESSIBLE, "GetState"),
             self._call(node, _ACCESSIBLE, "GetChildren"),
+            self._extents(node),
         )
-        state_names = _state_names(states[0])
-        bounds = None
-        if node != _REGISTRY:
-            try:
-                x, y, width, height = (await self._call(node, _COMPONENT, "GetExtents", "u", [0]))[0]
-                bounds = {"x": x, "y": y, "width": width, "height": height}
-            except ComputerError:
-                bounds = None  # no Component interface: an element without geometry
         value = name[0].value if isinstance(name[0], Variant) else name[0]
-        found = Node(f"{node[0]}{node[1]}", role[0], str(value or ""), state_names, bounds, depth)
+        found = Node(f"{node[0]}{node[1]}", role[0], str(value or ""), _state_names(states[0]), bounds, depth)
         return found, [(str(bus), str(path)) for bus, path in children[0]]
 
     async def tree(self, query: TreeQuery) -> Tree:
