@@ -45,7 +45,7 @@ class Record(StrictBody):
 
     action: Literal["start", "stop", "status"]
     save_path: str | None = Field(None, min_length=1)
-    fps: int | None = Field(None, ge=1, le=30)
+    fps: int | None = Field(None, ge=1, le=60)
     crf: int | None = Field(None, ge=0, le=51, description="H.264 quality (lower: better, larger)")
     max_duration: float | None = Field(None, gt=0, le=600, description="seconds; stops by itself")
     width: int | None = Field(None, ge=16, le=7680)

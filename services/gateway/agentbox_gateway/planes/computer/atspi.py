@@ -113,8 +113,8 @@ class Accessibility:
             body=body or [],
         )
         try:
-            async with self._in_flight:
-                reply = await asyncio.wait_for(bus.call(message), CALL_TIMEOUT)
+            async with self._in_flight, asyncio.timeout(CALL_TIMEOUT):  # no task a call, as wait_for makes
+                reply = await bus.call(message)
         except TimeoutError as exc:
             raise ComputerError(f"the application {node[0]} did not answer {member} in {CALL_TIMEOUT:g} s") from exc
         except (OSError, EOFError) as exc:
