@@ -25,6 +25,7 @@ _COMPONENT = "org.a11y.atspi.Component"
 _ACTION = "org.a11y.atspi.Action"
 _EDITABLE = "org.a11y.atspi.EditableText"
 _VALUE = "org.a11y.atspi.Value"
+_TEXT = "org.a11y.atspi.Text"
 _PROPERTIES = "org.freedesktop.DBus.Properties"
 _REGISTRY = ("org.a11y.atspi.Registry", "/org/a11y/atspi/accessible/root")
 #: D-Bus errors meaning the element (or its application) is gone.
@@ -38,6 +39,8 @@ _NODE_ID = re.compile(r"(:[0-9]+\.[0-9]+)(/[A-Za-z0-9_/]+)")
 IN_FLIGHT = 64
 #: Seconds a node that said it takes the focus gets to show it has.
 FOCUS_TIMEOUT = 5.0
+#: Seconds typed text gets to show in its field.
+TEXT_TIMEOUT = 10.0
 #: Seconds one D-Bus call may take before the application counts as hung.
 CALL_TIMEOUT = 5.0
 
@@ -257,6 +260,18 @@ class Accessibility:
         if not done:
             raise ComputerError(f"the {node.role} {node.name!r} refused its action {names[index]!r}")
         return f"Invoked {names[index]!r} on the {node.role} {node.name!r}"
+
+    async def wait_for_text(self, node_id: str, value: str) -> None:
+        """Until the node's text (its Text interface) is ``value``; :class:`ComputerError` when it is
+        not within :data:`TEXT_TIMEOUT`. A node without text to read is not waited for."""
+        ref = parse_node_id(node_id)
+        if _TEXT not in await self.interfaces(node_id):
+            return
+        deadline = time.monotonic() + TEXT_TIMEOUT
+        while (shown := str((await self._call(ref, _TEXT, "GetText", "ii", [0, -1]))[0])) != value:
+            if time.monotonic() > deadline:
+                raise ComputerError(f"the field holds {len(shown)} characters, not the {len(value)} typed into it")
+            await asyncio.sleep(0.02)
 
     async def set_text(self, node_id: str, value: str) -> bool:
         """Set the node's text where it has the EditableText interface; False: it has not."""

@@ -194,6 +194,11 @@ class ComputerPlane:
             await driver.type_text(value, True)
         else:
             await driver.combo(tuple(resolve_combo("Delete")))
+        # Keys reach the page through the browser, an accessibility action directly: the next action
+        # (an invoke of the form's button) waits until the field holds the value (a password field
+        # shows bullets instead: not read).
+        if node.role != "password text":
+            await self._accessibility.wait_for_text(node_id, value)
         return f"Set the value of the {node.role} {node.name!r} by typing {len(value)} characters"
 
     async def _after(self, result: ActionsResult, include_screenshot: bool) -> ActionsResult:
