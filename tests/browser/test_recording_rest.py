@@ -83,7 +83,7 @@ def test_display_record_with_size_and_max_duration(gateway: str, tmp_path: Path)
     async def scenario() -> tuple[DisplayRecordResult, DisplayRecordResult]:
         client = AsyncSandbox(base_url=gateway, timeout=60)
         await client.browser_page.navigate(url=ANIMATED)
-        target = tmp_path / "display.mp4"
+        target = tmp_path / "made" / "display.mp4"  # the missing directory is made, as aiod does
         started = await client.display.record(
             action="start", save_path=str(target), width=320, height=240, max_duration=1, crf=30
         )
@@ -104,6 +104,7 @@ def test_display_record_with_size_and_max_duration(gateway: str, tmp_path: Path)
         ("/v1/browser/page/record", {"action": "start", "save_path": "/no/such/dir/x.mp4"}, 404),
         ("/v1/display/record", {}, 422),
         ("/v1/display/record", {"action": "start", "fps": 0}, 422),
+        ("/v1/display/record", {"action": "start", "save_path": "/proc/no/x.mp4"}, 400),
     ],
 )
 def test_bad_input_is_a_4xx_envelope(gateway: str, path: str, body: dict, status: int) -> None:

@@ -11,5 +11,7 @@ BUILTIN_TOOLS = [
     "browser_get_info",
     "browser_gui_screenshot",
     "browser_gui_execute_action",
+    "computer_accessibility_nodes",
+    "computer_execute_actions",
     "sandbox_open_terminal",
 ]

@@ -81,8 +81,9 @@ def chromium_command(settings: BrowserSettings, user_data_dir: str) -> list[str]
         settings.chromium,
         "--remote-debugging-address=127.0.0.1",
         f"--remote-debugging-port={settings.cdp_port}",
-        # Headful (on the image's display): the window fills the screen the live view shows.
-        *(["--headless=new"] if settings.headless else ["--window-position=0,0"]),
+        # Headful (on the image's display): the window fills the screen the live view shows, and its
+        # pages' accessibility tree is exposed over AT-SPI2 (/v2/computer/accessibility reads it).
+        *(["--headless=new"] if settings.headless else ["--window-position=0,0", "--force-renderer-accessibility"]),
         *BASE_FLAGS,
         f"--window-size={viewport.width},{viewport.height}",
         f"--user-data-dir={user_data_dir}",

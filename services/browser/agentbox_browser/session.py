@@ -10,6 +10,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
 import re
 import time
 import weakref
@@ -77,6 +78,8 @@ class BrowserSession:
         #: Milliseconds a navigation may take (``AGENTBOX_NAV_TIMEOUT``), as Playwright counts them.
         self.nav_timeout_ms = settings.nav_timeout * 1000
         self._viewport: ViewportSize = {"width": settings.viewport.width, "height": settings.viewport.height}
+        #: The X display Chromium runs headful on (None: headless), which the display recording grabs.
+        self.display: str | None = None if settings.headless else os.environ.get("DISPLAY") or None
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
         self._context: BrowserContext | None = None

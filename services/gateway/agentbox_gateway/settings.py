@@ -210,6 +210,11 @@ class GatewaySettings:
     vnc_enabled: bool = False
     #: The VNC server on the display (``host:port``, loopback).
     vnc_address: str = setting("127.0.0.1:5900", env="AIO_VNC_ADDRESS")
+    #: The session D-Bus of the display's programs, where ``org.a11y.Bus`` gives out the accessibility
+    #: bus (AT-SPI2) ``/v2/computer/accessibility`` reads; empty: no accessibility tree. Not
+    #: ``DBUS_SESSION_BUS_ADDRESS``, for the reason ``AGENTBOX_DISPLAY`` is not ``DISPLAY`` (the image sets it
+    #: with the display).
+    session_bus: str = setting("", env="AGENTBOX_SESSION_BUS", parse=text)
     #: The noVNC client's files (Debian's ``novnc`` package).
     novnc_dir: Path = setting(Path("/usr/share/novnc"), env="AIO_NOVNC_DIR", parse=path)
     #: Serve kubernetes-sigs/agent-sandbox's runtime API (sandboxd: the gRPC ProcessService and the

@@ -1,7 +1,9 @@
 """Screencast recordings of the current page: Chromium's ``Page.startScreencast`` frames (JPEG) fed at a
 constant rate into Debian's ``ffmpeg``, which writes an H.264 MP4. One recorder for the page API
 (``/v1/browser/page/record``: once/start/pause/resume/stop/status) and one for the display API
-(``/v1/display/record``: start/stop/status), the display being the browser's own."""
+(``/v1/display/record`` and ``/v2/computer/record``: start/stop/status): with Chromium headful on an
+X display, ffmpeg grabs that whole display (``x11grab``: every window, as a person sees it), else the
+display is the browser's own page."""
 
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ class Recorder:
         self._ffmpeg: asyncio.subprocess.Process | None = None
         self._pump: asyncio.Task[None] | None = None
         self._limit: asyncio.Task[None] | None = None
+        #: The X display this recording grabs (None: the page's screencast).
+        self._grabbing: str | None = None
         self._lock = asyncio.Lock()
 
     def status(self) -> dict[str, Any]:
@@ -60,20 +64,22 @@ class Recorder:
                 raise PageUnavailable("ffmpeg is not installed: recordings need it")
             fps = args.get("fps") or 10
             default = os.path.join(tempfile.gettempdir(), f"{self.name}-{time.time_ns()}.mp4")
-            target = await asyncio.to_thread(_writable_target, args.get("save_path") or default)
+            target = await asyncio.to_thread(_writable_target, args.get("save_path") or default, self.name == "display")
             even = "pad=ceil(iw/2)*2:ceil(ih/2)*2"  # H.264 wants even sizes
             size = f"scale={args['width']}:{args['height']}," if args.get("width") and args.get("height") else ""
+            self._grabbing = session.display if self.name == "display" else None
+            source = ("x11grab", self._grabbing) if self._grabbing else ("image2pipe", "-")
             self._ffmpeg = await asyncio.create_subprocess_exec(
                 ffmpeg,
                 "-loglevel",
                 "error",
                 "-y",
                 "-f",
-                "image2pipe",
+                source[0],
                 "-framerate",
                 str(fps),
                 "-i",
-                "-",
+                source[1],
                 "-vf",
                 size + even,
                 "-c:v",
@@ -89,14 +95,15 @@ class Recorder:
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
             )
-            page = await session.page()
-            self._cdp = await page.context.new_cdp_session(page)
-            self._cdp.on("Page.screencastFrame", self._on_frame)
-            await self._cdp.send("Page.startScreencast", {"format": "jpeg", "quality": args.get("quality") or 80})
-            self._frame = await page.screenshot(type="jpeg")  # the screencast sends frames on change only
+            if not self._grabbing:
+                page = await session.page()
+                self._cdp = await page.context.new_cdp_session(page)
+                self._cdp.on("Page.screencastFrame", self._on_frame)
+                await self._cdp.send("Page.startScreencast", {"format": "jpeg", "quality": args.get("quality") or 80})
+                self._frame = await page.screenshot(type="jpeg")  # the screencast sends frames on change only
+                self._pump = asyncio.create_task(self._feed(fps))
             self.save_path, self.state = target, "recording"
             self._started, self._recorded = time.monotonic(), 0.0
-            self._pump = asyncio.create_task(self._feed(fps))
             seconds = args.get("max_duration") or args.get("duration")
             if seconds:
                 self._limit = asyncio.create_task(self._stop_after(min(float(seconds), MAX_SECONDS)))
@@ -150,6 +157,10 @@ class Recorder:
                     await self._cdp.send("Page.stopScreencast")
                     await self._cdp.detach()
             if self._ffmpeg is not None and self._ffmpeg.stdin is not None:
+                if self._grabbing:  # x11grab has no end of input: ffmpeg's ``q`` ends it, the file whole
+                    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                        self._ffmpeg.stdin.write(b"q")
+                        await self._ffmpeg.stdin.drain()
                 self._ffmpeg.stdin.close()
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(30):
@@ -159,10 +170,20 @@ class Recorder:
             return self.status()
 
 
-def _writable_target(path: str) -> str:
+def _writable_target(path: str, create: bool) -> str:
+    """``path`` made absolute; its directory must exist, or is made when ``create`` (the display's
+    recordings, as aiod's ``display/record`` does: a directory that cannot be made is a bad path)."""
     target = os.path.abspath(path)
-    if not os.path.isdir(os.path.dirname(target)):
-        raise PageNotFound(f"no such directory: {os.path.dirname(target)}")
+    folder = os.path.dirname(target)
+    if create:
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as exc:
+            raise PageError(f"cannot write recordings to {folder}: {exc.strerror}") from exc
+        if not os.access(folder, os.W_OK):
+            raise PageError(f"cannot write recordings to {folder}: permission denied")
+    if not os.path.isdir(folder):
+        raise PageNotFound(f"no such directory: {folder}")
     return target
 
 

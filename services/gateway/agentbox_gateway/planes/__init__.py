@@ -12,6 +12,7 @@ from ..settings import GatewaySettings
 from .browser import BrowserPlane
 from .browser.launch import BrowserLauncher
 from .browser.page import PagePlane
+from .computer import ComputerPlane
 from .context import ContextPlane
 from .egress import ProxyPlane
 from .files import ConvertPlane, EditorPlane, FilePlane, FileWatchPlane
@@ -32,6 +33,7 @@ class Planes:
     browser: BrowserPlane
     launcher: BrowserLauncher
     page: PagePlane
+    computer: ComputerPlane
     preview: PreviewPlane
     convert: ConvertPlane
     watch: FileWatchPlane
@@ -68,6 +70,7 @@ class Planes:
         files = FilePlane(settings)
         launcher = launcher or BrowserLauncher(settings.browser_start_mode, settings.browser_url, registered=False)
         browser = BrowserPlane(settings, launcher)
+        page = PagePlane(settings.browser_url, launcher, timeout=settings.upstream_call_timeout)
         return cls(
             shell=ShellPlane(settings),
             files=files,
@@ -75,7 +78,8 @@ class Planes:
             context=ContextPlane(settings, browser.status),
             browser=browser,
             launcher=launcher,
-            page=PagePlane(settings.browser_url, launcher, timeout=settings.upstream_call_timeout),
+            page=page,
+            computer=ComputerPlane(settings, browser, page),
             preview=PreviewPlane(settings, own_cookies),
             convert=ConvertPlane(),
             watch=FileWatchPlane(settings.max_file_watchers, settings.watch_events_kept),
@@ -94,6 +98,7 @@ class Planes:
             self.context,
             self.browser,
             self.page,
+            self.computer,
             self.preview,
             self.convert,
             self.watch,

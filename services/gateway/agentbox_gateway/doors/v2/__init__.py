@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def routers(planes: Planes, settings: GatewaySettings) -> list[APIRouter]:
     """Every ``/v2`` router, in the order they appear in the API description."""
-    from . import browser, commands, fs, pty, sandbox, watch
+    from . import browser, commands, computer, fs, pty, sandbox, watch
 
     return [
         sandbox.router(planes),
@@ -25,4 +25,5 @@ def routers(planes: Planes, settings: GatewaySettings) -> list[APIRouter]:
         watch.router(planes),
         pty.router(planes),
         browser.router(planes),
+        computer.router(planes),
     ]

@@ -11,7 +11,7 @@ import contextlib
 import functools
 import struct
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit
@@ -29,7 +29,7 @@ from .gui import InputDriver, InputState
 from .launch import BrowserLauncher
 
 if TYPE_CHECKING:  # imported where used: Xlib loads with the first GUI call on a display
-    from .xdisplay import XDisplay
+    from .xdisplay import XDisplay, XInputDriver
 
 #: Resolutions ``POST /v1/browser/config`` accepts (the agent-sandbox SDK's list).
 RESOLUTIONS = frozenset(
@@ -287,11 +287,8 @@ class BrowserPlane:
             await asyncio.sleep(action.duration)
             return f"Waited {action.duration:g} seconds"
         if self._display is not None:
-            await self._launcher.ensure()
-            async with self._input_lock:
-                from .xdisplay import XInputDriver
-
-                return await XInputDriver(self._input, self._display).perform(action)
+            async with self.display_input() as driver:
+                return await driver.perform(action)
         async with self._input_lock:
             cdp = await self._cdp()
             page = await self._current_page()
@@ -307,6 +304,29 @@ class BrowserPlane:
             except CdpError:
                 self._sessions.pop(page.target_id, None)
                 raise
+
+    @contextlib.asynccontextmanager
+    async def display_input(self) -> AsyncIterator[XInputDriver]:
+        """The display's input, held for the caller alone: no other GUI action (of any door) runs
+        until the block ends, so a batch of actions is applied without another client's between them."""
+        if self._display is None:
+            raise BrowserUnavailable("the sandbox has no display (DISABLE_VNC=true or no AGENTBOX_DISPLAY)")
+        await self._launcher.ensure()
+        async with self._input_lock:
+            from .xdisplay import XInputDriver
+
+            yield XInputDriver(self._input, self._display)
+
+    @property
+    def display(self) -> XDisplay | None:
+        """The display the GUI tools act on, or None when there is none (the page, by CDP)."""
+        return self._display
+
+    async def ready_display(self) -> XDisplay | None:
+        """:attr:`display`, started first when it waits for its first use (``BROWSER_START_MODE=manual``)."""
+        if self._display is not None:
+            await self._launcher.ensure()
+        return self._display
 
     async def reload_proxy_settings(self, done: asyncio.Event, within: float) -> bool:
         """Make Chromium fetch its PAC file again now; True once ``done`` is set (by whoever serves the

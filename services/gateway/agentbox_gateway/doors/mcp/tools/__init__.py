@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import browser, code, context, editor, files, shell
+from . import browser, code, computer, context, editor, files, shell
 from .registry import BuiltinSpec
 
 if TYPE_CHECKING:
@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 def builtin_tools(planes: Planes) -> list[BuiltinSpec]:
     """The ten built-ins in aiod's order: bash, code, files, editor, context, packages, skill,
-    browser info, GUI screenshot, GUI action; then agentbox's own: the terminal (an MCP App)."""
+    browser info, GUI screenshot, GUI action; then the computer's (its accessibility nodes and action
+    batches) and agentbox's own terminal (an MCP App)."""
     return [
         *shell.tools(planes),
         *code.tools(planes),
@@ -21,5 +22,6 @@ def builtin_tools(planes: Planes) -> list[BuiltinSpec]:
         *editor.tools(planes),
         *context.tools(planes),
         *browser.tools(planes),
+        *computer.tools(planes),
         *shell.terminal_tools(planes),
     ]
