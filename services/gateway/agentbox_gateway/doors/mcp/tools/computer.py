@@ -5,6 +5,7 @@ node actions), so an agent acts on an element by its node, not by a pixel."""
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from mcp import types
@@ -15,6 +16,7 @@ from ....planes.computer import (
     MAX_BATCH_WAIT_SECONDS,
     tree_query,
 )
+from .browser import ACTION_SCHEMA as GUI_ACTION_SCHEMA
 from .registry import BuiltinSpec, ToolSpec
 from .results import compact_json, json_result
 
@@ -44,6 +46,23 @@ NODES_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+_GUI_ACTION: dict[str, Any] = GUI_ACTION_SCHEMA["properties"]["action"]
+#: One action of a batch: browser_gui_execute_action's fields, and the desktop's own.
+ACTION_ITEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **_GUI_ACTION["properties"],
+        "action_type": {"type": "string", "enum": list(ACTION_TYPES)},
+        "text": {"type": "string", "description": "TYPING's text, or SET_CLIPBOARD's"},
+        "window_id": {"type": "integer", "minimum": 1, "description": "A window_id from the window list"},
+        "node_id": {"type": "string", "description": "A node_id from computer_accessibility_nodes"},
+        "action": {"type": "string", "description": "NODE_INVOKE: the node's action to run (default its first)"},
+        "value": {"type": "string", "description": "NODE_SET_VALUE: the value to set (a number is taken too)"},
+    },
+    "required": ["action_type"],
+    "additionalProperties": False,
+}
+
 ACTIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -59,13 +78,16 @@ ACTIONS_SCHEMA: dict[str, Any] = {
                 "action, the node's action name) and NODE_SET_VALUE (value) need a node_id from "
                 f"computer_accessibility_nodes. WAITs total at most {MAX_BATCH_WAIT_SECONDS:g} s."
             ),
-            "items": {"type": "object", "required": ["action_type"]},
+            "items": ACTION_ITEM_SCHEMA,
         },
         "include_screenshot": {"type": "boolean", "description": "Add a screenshot after the last action"},
     },
     "required": ["actions"],
     "additionalProperties": False,
 }
+#: What a call is checked against: as published, with a number taken for NODE_SET_VALUE's value.
+ACTIONS_ACCEPTED: dict[str, Any] = copy.deepcopy(ACTIONS_SCHEMA)
+ACTIONS_ACCEPTED["properties"]["actions"]["items"]["properties"]["value"]["type"] = ["string", "number"]
 
 
 def tools(planes: Planes) -> list[BuiltinSpec]:
@@ -117,5 +139,6 @@ def tools(planes: Planes) -> list[BuiltinSpec]:
             "a screenshot after.",
             ACTIONS_SCHEMA,
             execute_actions,
+            accepts=ACTIONS_ACCEPTED,
         ),
     ]
