@@ -207,7 +207,8 @@ class GatewaySettings:
     kernel_session_timeout: float = setting(
         300.0, env="AIO_KERNEL_SESSION_TIMEOUT_SECS", parse=number(minimum=1.0)
     )
-    #: Started Jupyter kernels kept waiting for new Python sessions (0: a session starts its own).
+    #: Started Jupyter kernels kept waiting for new Python sessions, from the first Python call on
+    #: (0: each session starts its own, about a second).
     kernel_prewarm: int = setting(1, env="AIO_KERNEL_PREWARM", parse=integer(minimum=0, maximum=8))
     #: The sandbox's own X display, the one Chromium runs headful on (the image's Xvfb sets it).
     #: Not ``DISPLAY``: a gateway started on a desktop must not take the desktop's screen for the

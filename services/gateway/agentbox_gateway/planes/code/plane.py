@@ -238,6 +238,7 @@ class CodePlane:
         #: Python sessions are Jupyter kernels: at most this many, closed after this long idle.
         self.kernel_max_sessions = settings.kernel_max_sessions
         self.kernel_idle = settings.kernel_session_timeout
+        self.kernel_prewarm = settings.kernel_prewarm
         self._kernels = KernelPool(self._start_kernel, spares=settings.kernel_prewarm)
 
     async def start(self) -> None:
@@ -246,15 +247,6 @@ class CodePlane:
         code keeps no interpreter), and the pools keep one warm after that."""
         for pool in self._pools.values():
             pool.warm()
-        await self.prewarm_kernels()
-
-    async def prewarm_kernels(self) -> None:
-        """Start ``AIO_KERNEL_PREWARM`` kernels in the background, where ipykernel is installed."""
-        try:
-            if await self.kernel_backend():
-                self._kernels.warm()
-        except InterpreterUnavailable:
-            return
 
     async def kernel_backend(self) -> bool:
         """Whether Python sessions run on a Jupyter kernel (the sandbox's Python has ipykernel)."""
@@ -288,6 +280,8 @@ class CodePlane:
         runtime.version = str(worker.info.get("version") or runtime.version)
         if "ipykernel" in worker.info:
             runtime.kernel = bool(worker.info["ipykernel"])
+            if runtime.kernel:
+                self._kernels.warm()  # like the fork server: warm from the first Python call on
         return worker
 
     async def _open(self, session: _Session) -> Worker | Kernel:
