@@ -1,7 +1,7 @@
 """The ``/v2`` door: AIO's ``aiod`` surface (commands as resources, durable terminals, path-keyed
 files with tar trees, watchers with cursors, code with rich outputs), one FastAPI router per family,
-each calling the same planes as ``/v1`` and the MCP tools. Built into the REST door's app, so ``/v2`` has the same guards,
-body caps and error envelope as ``/v1``."""
+each calling the same planes as ``/v1`` and the MCP tools. Built into the REST door's app, so ``/v2``
+has the same guards, body caps and error envelope as ``/v1``."""
 
 from __future__ import annotations
 

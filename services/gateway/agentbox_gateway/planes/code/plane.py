@@ -258,8 +258,10 @@ class CodePlane:
     async def _start_kernel(self) -> Kernel:
         executable = self._runtimes["python"].executable or self._runtimes["python"].argv(self._env)[0]
         limit = self.memory_limit_mb * 1024 * 1024 if self.memory_limit_mb else None
+        # matplotlib's inline backend (non-interactive): ``plt.show()`` displays the figure as image/png
+        env = {"MPLBACKEND": "module://matplotlib_inline.backend_inline", **self._env}
         try:
-            return await Kernel.start(executable, env=self._env, cwd=self.default_cwd, memory_limit=limit)
+            return await Kernel.start(executable, env=env, cwd=self.default_cwd, memory_limit=limit)
         except WorkerStartError as exc:
             raise InterpreterUnavailable(str(exc)) from None
 
