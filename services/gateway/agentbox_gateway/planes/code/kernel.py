@@ -153,7 +153,7 @@ class Kernel:
     async def _wait_ready(self, python: str) -> None:
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
-            if self.process.returncode is not None or not pid_exists(self.process.pid):
+            if self.process.returncode is not None or not _running(self.process.pid):
                 await self.process.wait()
                 text = await asyncio.to_thread(Path(self._directory, "stderr").read_text, errors="replace")
                 detail = text.strip()[-2000:]
@@ -177,7 +177,8 @@ class Kernel:
 
     @property
     def alive(self) -> bool:
-        return self.process.returncode is None and not self._killed and pid_exists(self.process.pid)
+        """A killed kernel is a zombie until asyncio reaps it a moment later: that counts as gone."""
+        return self.process.returncode is None and not self._killed and _running(self.process.pid)
 
     @property
     def busy(self) -> bool:
@@ -198,7 +199,10 @@ class Kernel:
             collected = _Outputs(outcome)
             try:
                 done = await self._collect(msg_id, collected, time.monotonic() + budget)
-                if not done and self.alive:
+                if not done and not self.alive:  # died: its exit status, for the answer
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.process.wait(), INTERRUPT_GRACE)
+                elif not done:
                     outcome.timed_out = True
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(self.process.pid, signal.SIGINT)
@@ -258,3 +262,12 @@ class Kernel:
         with contextlib.suppress(Exception):
             self._client.stop_channels()
         await asyncio.to_thread(shutil.rmtree, self._directory, True)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return pid_exists(pid)
