@@ -4,7 +4,6 @@ with IPython's display model and sessions on Jupyter kernels driven with jupyter
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import os
 import signal
@@ -18,6 +17,7 @@ import pytest
 
 from agentbox_gateway.planes.code import CodePlane, Execution, SessionLimitReached
 from agentbox_gateway.settings import GatewaySettings
+from tests.support.polling import eventually
 
 PNG = b"\x89PNG\r\n\x1a\n"
 pytestmark = pytest.mark.anyio
@@ -41,17 +41,12 @@ async def plane() -> AsyncIterator[CodePlane]:
         await code.aclose()
 
 
-async def _dead(pid: int) -> None:
-    """Until the killed kernel has ended (a zombie or gone), bounded in time."""
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z":
-                return
-        except FileNotFoundError:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"kernel {pid} is still running")
+def _ended(pid: int) -> bool:
+    """Whether the killed kernel has ended (a zombie or gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except FileNotFoundError:
+        return True
 
 
 def _kinds(execution: Execution) -> list[str]:
@@ -114,7 +109,7 @@ async def test_a_kernel_killed_between_calls_is_reported_lost_then_restarted(pla
     await plane.execute("python", "x = 41", session_id="k")
     pid = int((await plane.execute("python", "import os; print(os.getpid())", session_id="k")).stdout)
     os.kill(pid, signal.SIGKILL)
-    await _dead(pid)
+    assert await eventually(lambda: _ended(pid), 20)
     lost = await plane.execute("python", "print(x + 1)", session_id="k")
     assert lost.status == "error" and lost.error is not None and lost.error.ename == "SessionLost", lost
     assert "was killed by signal 9" in lost.error.evalue and lost.stdout == ""
@@ -134,7 +129,8 @@ async def test_a_kernel_dying_mid_cell_says_so_and_the_next_call_runs(plane: Cod
 async def test_a_timeout_interrupts_the_cell_and_keeps_the_session(plane: CodePlane) -> None:
     await plane.execute("python", "y = 7", session_id="t")
     started = time.monotonic()
-    slow = await plane.execute("python", "import time\nprint('go', flush=True)\ntime.sleep(60)", session_id="t", timeout=1)
+    code = "import time\nprint('go', flush=True)\ntime.sleep(60)"
+    slow = await plane.execute("python", code, session_id="t", timeout=1)
     assert slow.status == "timeout" and time.monotonic() - started < 30, slow
     assert slow.stdout == "go\n" and "keeps its state" in (slow.error.evalue if slow.error else "")
     assert (await plane.execute("python", "y", session_id="t")).result == {"text/plain": "7"}
@@ -145,10 +141,7 @@ async def test_kernel_sessions_are_limited_and_spares_are_kept_warm(plane: CodeP
     await plane.execute("python", "1", session_id="b")
     with pytest.raises(SessionLimitReached, match="AIO_KERNEL_MAX_SESSIONS"):
         await plane.execute("python", "1", session_id="c")
-    deadline = time.monotonic() + 60
-    while plane.spare_kernels < 1 and time.monotonic() < deadline:
-        await asyncio.sleep(0.1)
-    assert plane.spare_kernels == 1
+    assert await eventually(lambda: plane.spare_kernels == 1, 60)
     await plane.delete_session("a")
     started = time.monotonic()
     await plane.execute("python", "1", session_id="c")  # takes the warm kernel
