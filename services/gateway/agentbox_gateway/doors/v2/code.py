@@ -17,7 +17,7 @@ from pydantic import Field
 
 from ...planes.code import DEFAULT_TIMEOUT, MAX_TIMEOUT, SESSION_IDLE, CodeSessionNotFound, Execution, SessionInfo
 from ...planes.code.plane import OUTPUT_CHARS
-from ..rest.bodies import CODE_SESSION_ID, StrictBody, documented
+from ..rest.bodies import CODE_SESSION_ID, StrictBody
 from ..rest.envelope import error_responses, failed, ok
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class ExecuteCode(StrictBody):
     session_id: str | None = Field(
         None,
         description="keep state across calls in this session (made on first use); none: a fresh interpreter",
-        json_schema_extra=documented(CODE_SESSION_ID),
+        pattern=CODE_SESSION_ID,
     )
     timeout: float = Field(DEFAULT_TIMEOUT, ge=1, le=MAX_TIMEOUT, description="seconds, then the cell is stopped")
 
@@ -78,7 +78,7 @@ def router(planes: Planes) -> APIRouter:
         execution = await plane.execute(body.language, body.code, timeout=body.timeout, session_id=body.session_id)
         data = execution_data(execution)
         if execution.status == "ok":
-            return ok(data)
+            return ok(data, "ok")  # the message aiod's documentation shows
         error = execution.error
         return failed(f"{error.ename}: {error.evalue}" if error else f"Execution {execution.status}", data)
 
