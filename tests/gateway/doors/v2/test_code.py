@@ -113,9 +113,10 @@ def test_bad_input_limits_and_info(client: httpx.Client) -> None:
     refused(client.post("/v2/code/execute", json={"code": "1", "session_id": "bad id"}), 422)
     for name in ("a", "b"):
         v2_data(client.post("/v2/code/execute", json={"code": "1", "session_id": name}))
-    assert "AIO_KERNEL_MAX_SESSIONS" in refused(
-        client.post("/v2/code/execute", json={"code": "1", "session_id": "c"}), 429
-    )["message"]
+    assert (
+        "AIO_KERNEL_MAX_SESSIONS"
+        in refused(client.post("/v2/code/execute", json={"code": "1", "session_id": "c"}), 429)["message"]
+    )
     info = v2_data(client.get("/v2/code/info"))
     python = next(language for language in info["languages"] if language["language"] == "python")
     assert python["backend"] == "kernel" and python["session_idle_timeout_seconds"] == 300

@@ -154,3 +154,16 @@ async def test_a_huge_image_is_dropped_but_text_is_kept(plane: CodePlane) -> Non
         run = await plane.execute("python", code, session_id=session)
         images = [o for o in run.outputs() if "image/png" in o.get("data", {})]
         assert images == [], run.outputs()[:1]
+
+
+async def test_a_memory_limit_too_small_for_a_kernel_leaves_sessions_on_the_repl() -> None:
+    code = CodePlane(GatewaySettings.from_env({"AIO_CODE_MEMORY_LIMIT_MB": "64"}), env=_sandbox_env())
+    try:
+        hog = await code.execute("python", "x = 1\nblock = bytearray(128 * 1024 * 1024)", session_id="m")
+        assert hog.error is not None and hog.error.ename == "MemoryError" and "64 MiB" in hog.error.evalue
+        [info] = await code.list_sessions()
+        assert info.backend == "native" and not await code.kernel_backend()
+        shown = await code.execute("python", "from IPython.display import HTML\nHTML('<b>x</b>')", session_id="m")
+        assert shown.result is not None and shown.result["text/html"] == "<b>x</b>"  # the REPL's display model
+    finally:
+        await code.aclose()

@@ -49,11 +49,11 @@ def execution_data(execution: Execution) -> dict[str, Any]:
     }
 
 
-def _session(info: SessionInfo, backend: str) -> dict[str, Any]:
+def _session(info: SessionInfo) -> dict[str, Any]:
     return {
         "session_id": info.session_id,
         "language": info.language,
-        "backend": backend,
+        "backend": info.backend,
         "cwd": info.cwd,
         "state": info.state,
         "execution_count": info.execution_count,
@@ -85,7 +85,7 @@ def router(planes: Planes) -> APIRouter:
     @api.get("/sessions")
     async def sessions() -> dict[str, Any]:
         """The open sessions, each with its language, backend, state and idle time."""
-        listed = [_session(info, await backend(info.language)) for info in await plane.list_sessions()]
+        listed = [_session(info) for info in await plane.list_sessions()]
         return ok({"sessions": listed, "count": len(listed)})
 
     @api.delete("/sessions/{session_id}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import shutil
 import signal
@@ -43,6 +44,8 @@ from .errors import (
 from .kernel import Kernel, KernelOutcome
 from .pools import KernelPool, WorkerPool
 from .worker import Outcome, Worker, WorkerStartError
+
+logger = logging.getLogger(__name__)
 
 LANGUAGES = tuple(language.value for language in Language)
 DEFAULT_TIMEOUT = 30
@@ -132,6 +135,8 @@ class SessionInfo:
     max_idle: float  # seconds
     state: str  # "IDLE" or "EXECUTING"
     execution_count: int
+    #: What runs its code: ``kernel`` (an ipykernel) or ``native`` (the plane's own REPL).
+    backend: str = "native"
 
     @property
     def age_seconds(self) -> int:
@@ -170,6 +175,7 @@ class _Session:
             self.max_idle,
             state,
             self.execution_count,
+            "kernel" if isinstance(self.worker, Kernel) else "native",
         )
 
 
@@ -240,6 +246,8 @@ class CodePlane:
         self.kernel_idle = settings.kernel_session_timeout
         self.kernel_prewarm = settings.kernel_prewarm
         self._kernels = KernelPool(self._start_kernel, spares=settings.kernel_prewarm)
+        #: Why kernels are not used although ipykernel is there (they cannot start within the memory limit).
+        self._kernels_refused: str | None = None
 
     async def start(self) -> None:
         """Warm a worker per language in the background, so even the first call is fast. The
@@ -253,7 +261,7 @@ class CodePlane:
         runtime = self._runtimes["python"]
         if runtime.kernel is None:
             await self._pools["python"].prepare()
-        return bool(runtime.kernel)
+        return bool(runtime.kernel) and self._kernels_refused is None
 
     async def _start_kernel(self) -> Kernel:
         executable = self._runtimes["python"].executable or self._runtimes["python"].argv(self._env)[0]
@@ -282,17 +290,25 @@ class CodePlane:
         runtime.version = str(worker.info.get("version") or runtime.version)
         if "ipykernel" in worker.info:
             runtime.kernel = bool(worker.info["ipykernel"])
-            if runtime.kernel:
+            if runtime.kernel and self._kernels_refused is None:
                 self._kernels.warm()  # like the fork server: warm from the first Python call on
         return worker
 
     async def _open(self, session: _Session) -> Worker | Kernel:
         """A session's interpreter: a Jupyter kernel for Python where there is ipykernel, else a REPL."""
         if session.language == "python" and await self.kernel_backend():
-            kernel = await self._kernels.take()
-            if session.cwd != self.default_cwd:
-                await kernel.chdir(session.cwd)
-            return kernel
+            try:
+                kernel = await self._kernels.take()
+            except InterpreterUnavailable as exc:
+                if not self.memory_limit_mb:
+                    raise
+                # A kernel's threads alone may not fit a small AIO_CODE_MEMORY_LIMIT_MB: the REPL does.
+                self._kernels_refused = str(exc)
+                logger.warning("Python sessions run on the plane's own REPL: a kernel did not start: %s", exc)
+            else:
+                if session.cwd != self.default_cwd:
+                    await kernel.chdir(session.cwd)
+                return kernel
         return await self._spawn(session.language, "inline", session.cwd)
 
     def _directory(self, cwd: str | None) -> str | None:
@@ -744,8 +760,10 @@ def _kernel_execution(
             if kernel.alive
             else "; the session's kernel was killed and its state is lost"
         )
-        error = CellError("TimeoutError", note, [f"TimeoutError: {note}"])
-        outputs.append({"output_type": "error", "ename": error.ename, "evalue": note, "traceback": error.traceback})
+        lines = error.traceback if error is not None else []  # the kernel's KeyboardInterrupt
+        error = CellError("TimeoutError", note, [*lines, f"TimeoutError: {note}"])
+        timeout = {"output_type": "error", "ename": error.ename, "evalue": note, "traceback": [error.traceback[-1]]}
+        outputs.append(timeout)
     elif outcome.reply is None:
         returncode = kernel.process.returncode
         note = f"the kernel {_how_it_ended(returncode)}; the session will start a fresh kernel on its next call"
