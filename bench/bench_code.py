@@ -11,7 +11,8 @@
    (a prewarmed ipykernel the gateway drives), beside ``jupyter_client``'s execute → IOPub idle →
    ``execute_reply`` on an ipykernel of the same interpreter started by a ``KernelManager``
    (target, issue 33: our ``print(1)`` at most 1.0x the bare round trip). The gateway then runs this
-   script's interpreter as the sandbox's ``python3``, so both sides have the same packages.
+   script's interpreter as the sandbox's ``python3``, so both sides have the same packages. The code
+   plane's own kernel round trip, called in this process without HTTP, is measured beside them too.
 
 The gateway is ``aiod start`` in its own process on a random loopback port; the client is a
 keep-alive httpx client. Every call is checked for the right answer.
@@ -22,6 +23,7 @@ keep-alive httpx client. Every call is checked for the right answer.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import contextlib
 import os
@@ -29,6 +31,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -140,14 +143,44 @@ def kernel_call(client: Any, code: str) -> Callable[[], None]:
     return call
 
 
+@contextlib.contextmanager
+def plane_session(env: dict[str, str]) -> Iterator[Callable[[], None]]:
+    """The code plane in this process (its own event loop in a thread), a session's ``print(1)``:
+    the kernel driver's round trip without the HTTP door."""
+    from agentbox_gateway.planes.code import CodePlane
+    from agentbox_gateway.settings import GatewaySettings
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    plane = CodePlane(GatewaySettings.from_env({}), env=env)
+
+    def call() -> None:
+        run = asyncio.run_coroutine_threadsafe(plane.execute("python", "print(1)", session_id="bench"), loop)
+        _printed_one(run.result(60).outputs())
+
+    try:
+        yield call
+    finally:
+        asyncio.run_coroutine_threadsafe(plane.aclose(), loop).result(60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+
 def kernel_rows(calls: int) -> dict[str, list[float]]:
     """Section 4: ``/v2/code`` beside a bare jupyter_client round trip, interleaved."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    with gateway(env) as url, httpx.Client(timeout=120) as client, kernel_client() as kernel:
+    with (
+        gateway(env) as url,
+        httpx.Client(timeout=120) as client,
+        kernel_client() as kernel,
+        plane_session(env) as in_process,
+    ):
         contenders = {
             "/v2/code print(1), stateless": v2_call(client, url, "print(1)", None),
             "/v2/code print(1), session (ipykernel)": v2_call(client, url, "print(1)", "bench"),
             "jupyter_client print(1) -> ipykernel (baseline)": kernel_call(kernel, "print(1)"),
+            "code plane print(1), session, in-process (no HTTP)": in_process,
             "/v2/code figure -> image/png, stateless": v2_call(client, url, FIGURE, None),
             "/v2/code figure -> image/png, session (ipykernel)": v2_call(client, url, FIGURE, "bench"),
             "jupyter_client figure -> image/png (baseline)": kernel_call(kernel, FIGURE),
@@ -195,7 +228,7 @@ def main() -> None:
     print("\nrich outputs beside a bare jupyter_client round trip on an ipykernel of the same interpreter")
     print_latencies(kernel, "case", max(map(len, kernel)), counts=True)
     names = list(kernel)
-    for baseline, ours in ((names[2], names[:2]), (names[5], names[3:5])):
+    for baseline, ours in ((names[2], [*names[:2], names[3]]), (names[6], names[4:6])):
         floor = statistics.median(kernel[baseline])
         for name in ours:
             ratio = statistics.median(kernel[name]) / floor
