@@ -167,3 +167,13 @@ async def test_a_memory_limit_too_small_for_a_kernel_leaves_sessions_on_the_repl
         assert shown.result is not None and shown.result["text/html"] == "<b>x</b>"  # the REPL's display model
     finally:
         await code.aclose()
+
+
+async def test_the_fork_server_preloads_the_data_stack_a_call_used(plane: CodePlane) -> None:
+    probe = "import sys\nprint('matplotlib.pyplot' in sys.modules, 'secret' in globals())"
+    assert (await plane.execute("python", probe)).stdout == "False False\n"
+    assert (await plane.execute("python", FIGURE + "\nsecret = 1", timeout=120)).status == "ok"
+    # the next child is forked from a server that imported pyplot itself: loaded, and still nothing shared
+    assert (await plane.execute("python", probe)).stdout == "True False\n"
+    shown = await plane.execute("python", FIGURE)
+    assert _png(shown.outputs()[0]).startswith(PNG)

@@ -55,6 +55,9 @@ if TYPE_CHECKING:  # typing is for the checker only: the worker imports nothing 
 
 #: Longest ``execute_result`` text or error value sent back (characters).
 TEXT_LIMIT = 2_000_000
+#: Libraries the fork server imports itself once a call has used them, so the children forked after
+#: that have them loaded (a stateless figure then skips matplotlib's import, most of its time).
+PRELOAD = ("numpy", "pandas", "matplotlib.pyplot")
 
 
 class Channel:
@@ -312,11 +315,25 @@ def serve_forked(channel: Channel, token: str, displays: Displays) -> None:
             continue  # killed while it waited: the request, if any, is still in the pipe
         request_id = json.loads(started)["id"]
         code = None if data.strip() else reap(pid)
-        reply = json.loads(data) if code is None else exited(code)
+        reply: dict[str, Any] = json.loads(data) if code is None else dict(exited(code))
+        used = reply.pop("imported", [])  # the child's note for this server, not for the gateway
         write_markers(token, request_id)
         channel.send(dict(reply, event="reply", id=request_id))
         if code is None:
             reap(pid)
+        preload(used)
+
+
+def preload(names: list[str]) -> None:
+    """Import what a call used of :data:`PRELOAD` here, before the next child is forked."""
+    import importlib
+
+    for name in names:
+        if name in PRELOAD and name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:
+                pass  # the children import it themselves, and say why it fails
 
 
 def fork_child(channel: Channel, displays: Displays) -> tuple[int, list[int]]:
@@ -406,7 +423,8 @@ def run_child(channel: Channel, pipes: list[tuple[int, int]], displays: Displays
         wait_for_threads()
         flush_user_streams()
         code = reply["exit_code"]
-        write_all(answer_write, encode(reply))
+        imported = [name for name in PRELOAD if name in sys.modules]
+        write_all(answer_write, encode(dict(reply, imported=imported)))
     finally:
         flush_user_streams()
         os._exit(code & 0xFF)
