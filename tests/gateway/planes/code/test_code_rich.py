@@ -177,3 +177,14 @@ async def test_the_fork_server_preloads_the_data_stack_a_call_used(plane: CodePl
     assert (await plane.execute("python", probe)).stdout == "True False\n"
     shown = await plane.execute("python", FIGURE)
     assert _png(shown.outputs()[0]).startswith(PNG)
+
+
+async def test_idle_kernel_sessions_are_reaped_without_another_call() -> None:
+    settings = GatewaySettings.from_env({"AIO_KERNEL_SESSION_TIMEOUT_SECS": "1", "AIO_KERNEL_PREWARM": "0"})
+    code = CodePlane(settings, env=_sandbox_env())
+    try:
+        pid = int((await code.execute("python", "import os; print(os.getpid())", session_id="idle")).stdout)
+        assert code.session_count == 1
+        assert await eventually(lambda: code.session_count == 0 and _ended(pid), 30)
+    finally:
+        await code.aclose()

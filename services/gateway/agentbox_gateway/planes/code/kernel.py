@@ -180,10 +180,6 @@ class Kernel:
         """A killed kernel is a zombie until asyncio reaps it a moment later: that counts as gone."""
         return self.process.returncode is None and not self._killed and _running(self.process.pid)
 
-    @property
-    def busy(self) -> bool:
-        return self._lock.locked()
-
     async def chdir(self, directory: str) -> None:
         """Move the kernel's working directory (between cells, so the session's ``cwd`` holds)."""
         await self.execute(f"__import__('os').chdir({directory!r})", 10.0, silent=True)

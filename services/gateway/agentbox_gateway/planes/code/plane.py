@@ -53,6 +53,8 @@ MAX_TIMEOUT = 900
 MAX_SESSIONS = 20
 #: Idle time after which a session is closed (seconds): aiod's code REPL default; Node.js REPL's.
 SESSION_IDLE = {"python": 1800.0, "javascript": 24 * 3600.0}
+#: The longest an idle session outlives its idle limit before the background reaper closes it (seconds).
+REAP_INTERVAL = 60.0
 #: The most output characters a cell keeps (streams, results and images together).
 OUTPUT_CHARS = 2_000_000
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
@@ -248,6 +250,9 @@ class CodePlane:
         self._kernels = KernelPool(self._start_kernel, spares=settings.kernel_prewarm)
         #: Why kernels are not used although ipykernel is there (they cannot start within the memory limit).
         self._kernels_refused: str | None = None
+        self._reaper: asyncio.Task[None] | None = None
+        #: The reaper's round of closing (shielded: stopping the reaper must not cut a close short).
+        self._expiring: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
         """Warm a worker per language in the background, so even the first call is fast. The
@@ -458,6 +463,8 @@ class CodePlane:
         except BaseException:
             self._sessions.pop(session.id, None)
             raise
+        session.last_used = time.time()  # idle from now, not from before its interpreter started
+        self._start_reaper()
         return session.info(), True
 
     def _count(self, language: str, kernels: str) -> int:
@@ -532,9 +539,25 @@ class CodePlane:
             raise CodeSessionNotFound(f"no session {session_id!r}")
         return session
 
+    def _start_reaper(self) -> None:
+        """Close idle sessions in the background too, not only when the next call looks: a kernel
+        holds tens of MiB, and an agent that went away makes no next call."""
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.create_task(self._reap())
+
+    async def _reap(self) -> None:
+        while self._sessions:
+            await asyncio.sleep(min(REAP_INTERVAL, *(s.max_idle for s in self._sessions.values())) / 2)
+            self._expiring = asyncio.ensure_future(self._expire_sessions())
+            await asyncio.shield(self._expiring)
+
     async def _expire_sessions(self) -> None:
         now = time.time()
-        idle = [s for s in self._sessions.values() if not s.lock.locked() and now - s.last_used > s.max_idle]
+        idle = [
+            s
+            for s in self._sessions.values()
+            if s.worker is not None and not s.lock.locked() and now - s.last_used > s.max_idle
+        ]
         for session in idle:
             self._sessions.pop(session.id, None)
         await asyncio.gather(*(_close_session(s) for s in idle))
@@ -619,6 +642,12 @@ class CodePlane:
         return self._kernels.idle
 
     async def aclose(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        if self._expiring is not None:
+            await self._expiring
         await asyncio.gather(*(pool.aclose() for pool in self._pools.values()), self._kernels.aclose())
         await self.delete_sessions()
 
