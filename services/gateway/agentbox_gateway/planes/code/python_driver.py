@@ -1,8 +1,9 @@
 """The Python interpreter worker, run by the gateway as ``python3 -c <this file's source> MODE IN OUT TOKEN``.
 
-It is a standalone script for whatever ``python3`` the sandbox has (3.9+, standard library only); the
-gateway never imports it. Requests arrive as JSON lines on fd IN, answers leave as JSON lines on fd
-OUT, so fds 0/1/2 stay the user's: stdin is /dev/null, stdout and stderr are pipes the gateway drains.
+It is a standalone script for whatever ``python3`` the sandbox has (3.9+, standard library only, IPython
+when it is there); the gateway never imports it. Requests arrive as JSON lines on fd IN, answers leave
+as JSON lines on fd OUT, so fds 0/1/2 stay the user's: stdin is /dev/null, stdout and stderr are pipes
+the gateway drains.
 After each cell the worker writes an end marker (TOKEN and the request id) to stdout and stderr, so
 the gateway knows it has every byte the cell printed, subprocesses' output included.
 
