@@ -201,6 +201,13 @@ class GatewaySettings:
     code_memory_limit_mb: int = setting(
         DEFAULT_CODE_MEMORY_LIMIT_MB, env="AIO_CODE_MEMORY_LIMIT_MB", parse=integer(minimum=0)
     )
+    #: Python sessions (each a Jupyter kernel) open at once (429 past it; implicit idle ones make room).
+    kernel_max_sessions: int = setting(5, env="AIO_KERNEL_MAX_SESSIONS", parse=integer(minimum=1))
+    #: Seconds a Python kernel session may stay idle before it is closed.
+    kernel_session_timeout: float = setting(300.0, env="AIO_KERNEL_SESSION_TIMEOUT_SECS", parse=number(minimum=1.0))
+    #: Started Jupyter kernels kept waiting for new Python sessions, from the first Python call on
+    #: (0: each session starts its own, about a second).
+    kernel_prewarm: int = setting(1, env="AIO_KERNEL_PREWARM", parse=integer(minimum=0, maximum=8))
     #: The sandbox's own X display, the one Chromium runs headful on (the image's Xvfb sets it).
     #: Not ``DISPLAY``: a gateway started on a desktop must not take the desktop's screen for the
     #: sandbox's.

@@ -3,8 +3,9 @@
 ``data.status`` ``error`` or ``timeout`` (the traceback in ``outputs``); a refused request is an HTTP
 error (400 bad value, 404 unknown session, 429 too many sessions, 503 interpreter missing).
 
-The Jupyter routes are served by the plane's own Python workers, which answer with Jupyter-shaped
-outputs; no ipykernel is involved."""
+Every route answers Jupyter's output model (MIME bundles: a figure is ``image/png``, a DataFrame
+``text/html``). Python sessions, the Jupyter routes' among them, are ipykernel kernels where the
+sandbox's Python has ipykernel (the image's does), else the plane's own REPL."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from ...planes.code import DEFAULT_TIMEOUT, MAX_TIMEOUT, SESSION_IDLE, Execution, SessionInfo
+from ...planes.code import DEFAULT_TIMEOUT, MAX_TIMEOUT, SESSION_IDLE, CodePlane, Execution, SessionInfo
 from .bodies import CODE_SESSION_ID, StrictBody, documented
 from .envelope import error_responses, failed, ok
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 #: The longest a Node.js REPL may stay idle, in seconds (a week): its info reports it in integer milliseconds.
 MAX_IDLE_TIME = 7 * 24 * 3600.0
 _DESCRIPTIONS = {
-    "python": "Python interpreter: stateless calls on a warm fork server, or stateful REPL sessions",
+    "python": "Python interpreter: stateless calls on a warm fork server, or stateful sessions (Jupyter kernels)",
     "javascript": "Node.js: stateless calls on a pre-started node, or stateful REPL sessions",
 }
 
@@ -101,6 +102,17 @@ def _code_data(execution: Execution) -> dict[str, Any]:
     }
 
 
+def _max_sessions(plane: CodePlane, language: str, kernels: bool) -> int:
+    """Sessions a language may have open: Python's kernels have their own, lower limit."""
+    if language == "python" and kernels:
+        return min(plane.max_sessions, plane.kernel_max_sessions)
+    return plane.max_sessions
+
+
+def _idle(plane: CodePlane, language: str, kernels: bool) -> float:
+    return plane.kernel_idle if language == "python" and kernels else SESSION_IDLE[language]
+
+
 def _node_session(info: SessionInfo) -> dict[str, Any]:
     """Node.js REPL session info: timestamps and idle limit in milliseconds, as the SDK documents."""
     return {
@@ -134,6 +146,7 @@ def router(planes: Planes) -> APIRouter:
 
     @api.get("/v1/code/info")
     async def code_info() -> dict[str, Any]:
+        kernels = await plane.kernel_backend()
         languages = [
             {
                 "language": runtime.language,
@@ -144,8 +157,8 @@ def router(planes: Planes) -> APIRouter:
                 "details": {
                     "executable": runtime.executable,
                     "stateful": True,
-                    "max_sessions": plane.max_sessions,
-                    "session_idle_timeout_seconds": int(SESSION_IDLE[runtime.language]),
+                    "max_sessions": _max_sessions(plane, runtime.language, kernels),
+                    "session_idle_timeout_seconds": int(_idle(plane, runtime.language, kernels)),
                 },
             }
             for runtime in await plane.runtimes()
@@ -176,16 +189,21 @@ def router(planes: Planes) -> APIRouter:
         runtime = await plane.runtime("python")
         kernels = await plane.kernels()
         sessions = await plane.list_sessions("python")
+        backend = await plane.kernel_backend()
+        served = (
+            "sessions are ipykernel kernels, driven with jupyter_client"
+            if backend
+            else "ipykernel is not installed: sessions run on agentbox's own interpreter workers"
+        )
         return ok(
             {
                 "default_kernel": "python3",
                 "available_kernels": kernels,
                 "active_sessions": len(sessions),
-                "session_timeout_seconds": int(SESSION_IDLE["python"]),
-                "max_sessions": plane.max_sessions,
-                "description": "Python execution with Jupyter-style outputs and persistent sessions",
-                "kernel_detection": f"python3 on PATH: {runtime.executable} (Python {runtime.version}); "
-                "served by agentbox's own interpreter workers, no ipykernel needed",
+                "session_timeout_seconds": int(_idle(plane, "python", backend)),
+                "max_sessions": _max_sessions(plane, "python", backend),
+                "description": "Python execution with Jupyter's outputs (MIME bundles) and persistent sessions",
+                "kernel_detection": f"python3 on PATH: {runtime.executable} (Python {runtime.version}); {served}",
             }
         )
 

@@ -1,7 +1,7 @@
 """The ``/v2`` door: AIO's ``aiod`` surface (commands as resources, durable terminals, path-keyed
-files with tar trees, watchers with cursors), one FastAPI router per family, each calling the same
-planes as ``/v1`` and the MCP tools. Built into the REST door's app, so ``/v2`` has the same guards,
-body caps and error envelope as ``/v1``."""
+files with tar trees, watchers with cursors, code with rich outputs), one FastAPI router per family,
+each calling the same planes as ``/v1`` and the MCP tools. Built into the REST door's app, so ``/v2``
+has the same guards, body caps and error envelope as ``/v1``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def routers(planes: Planes, settings: GatewaySettings) -> list[APIRouter]:
     """Every ``/v2`` router, in the order they appear in the API description."""
-    from . import browser, commands, computer, fs, pty, sandbox, watch
+    from . import browser, code, commands, computer, fs, pty, sandbox, watch
 
     return [
         sandbox.router(planes),
@@ -26,4 +26,5 @@ def routers(planes: Planes, settings: GatewaySettings) -> list[APIRouter]:
         pty.router(planes),
         browser.router(planes),
         computer.router(planes),
+        code.router(planes),
     ]

@@ -2,7 +2,10 @@
 
 Stateless calls (the MCP tool, ``/v1/code/execute`` without a session) run on warm workers (see
 ``pools.py``) and share nothing with each other. Sessions keep one REPL process each, so variables,
-imports and functions persist; a cell that overruns its timeout is interrupted, and only when it
+imports and functions persist: a Python session is a Jupyter kernel (``kernel.py``) where the
+sandbox's Python has ipykernel (else the driver's own REPL), taken from a pool of started ones. Every
+path answers with Jupyter's output model (streams, MIME-bundle results and displays, errors). A cell
+that overruns its timeout is interrupted, and only when it
 will not stop is the process killed and restarted (its state lost, which the result says).
 Interpreters run in their own process groups with the sandbox environment (no gateway secrets), their
 data memory capped by ``AIO_CODE_MEMORY_LIMIT_MB``. A session whose interpreter died between calls
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import shutil
 import signal
@@ -37,8 +41,11 @@ from .errors import (
     SessionLimitReached,
     UnsupportedLanguage,
 )
-from .pools import WorkerPool
+from .kernel import Kernel, KernelOutcome
+from .pools import KernelPool, WorkerPool
 from .worker import Outcome, Worker, WorkerStartError
+
+logger = logging.getLogger(__name__)
 
 LANGUAGES = tuple(language.value for language in Language)
 DEFAULT_TIMEOUT = 30
@@ -46,6 +53,10 @@ MAX_TIMEOUT = 900
 MAX_SESSIONS = 20
 #: Idle time after which a session is closed (seconds): aiod's code REPL default; Node.js REPL's.
 SESSION_IDLE = {"python": 1800.0, "javascript": 24 * 3600.0}
+#: The longest an idle session outlives its idle limit before the background reaper closes it (seconds).
+REAP_INTERVAL = 60.0
+#: The most output characters a cell keeps (streams, results and images together).
+OUTPUT_CHARS = 2_000_000
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
 
@@ -69,16 +80,25 @@ class Execution:
     stderr: str
     exit_code: int
     execution_count: int
-    result: dict[str, str] | None  # the trailing expression's value, ``{"text/plain": repr}``
+    #: The trailing expression's value as a MIME bundle (at least ``text/plain``).
+    result: dict[str, Any] | None
     error: CellError | None
     session_id: str | None
+    #: ``display_data`` outputs (``display()``, matplotlib figures), in the order they were shown.
+    displays: tuple[dict[str, Any], ...] = ()
+    #: A kernel's outputs in the order it sent them; None: built from the fields above.
+    ordered: tuple[dict[str, Any], ...] | None = None
 
     def outputs(self) -> list[dict[str, Any]]:
-        """Jupyter-shaped outputs: the streams, then the result or the error."""
+        """Jupyter's output model: the streams, the displays, then the result or the error (a
+        kernel's own order where a kernel ran the code)."""
+        if self.ordered is not None:
+            return [dict(output) for output in self.ordered]
         outputs: list[dict[str, Any]] = []
         for name, text in (("stdout", self.stdout), ("stderr", self.stderr)):
             if text:
                 outputs.append({"output_type": "stream", "name": name, "text": text})
+        outputs.extend(dict(output) for output in self.displays)
         if self.result is not None:
             outputs.append(
                 {
@@ -117,6 +137,8 @@ class SessionInfo:
     max_idle: float  # seconds
     state: str  # "IDLE" or "EXECUTING"
     execution_count: int
+    #: What runs its code: ``kernel`` (an ipykernel) or ``native`` (the plane's own REPL).
+    backend: str = "native"
 
     @property
     def age_seconds(self) -> int:
@@ -137,7 +159,7 @@ class _Session:
     created_at: float = field(default_factory=time.time)
     last_used: float = field(default_factory=time.time)
     execution_count: int = 0
-    worker: Worker | None = None
+    worker: Worker | Kernel | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: The last answer already said the interpreter is gone (so its restart needs no new notice).
     loss_reported: bool = False
@@ -155,6 +177,7 @@ class _Session:
             self.max_idle,
             state,
             self.execution_count,
+            "kernel" if isinstance(self.worker, Kernel) else "native",
         )
 
 
@@ -169,6 +192,8 @@ class _Runtime:
     stateless_mode: str
     executable: str | None = None
     version: str | None = None
+    #: Whether this interpreter can run a Jupyter kernel (has ipykernel); None: not known yet.
+    kernel: bool | None = None
 
     def argv(self, env: Mapping[str, str]) -> list[str]:
         executable = self.executable or shutil.which(self.program, path=env.get("PATH"))
@@ -218,6 +243,16 @@ class CodePlane:
         }
         self._sessions: dict[str, _Session] = {}
         self._npm_version: str | None = None
+        #: Python sessions are Jupyter kernels: at most this many, closed after this long idle.
+        self.kernel_max_sessions = settings.kernel_max_sessions
+        self.kernel_idle = settings.kernel_session_timeout
+        self.kernel_prewarm = settings.kernel_prewarm
+        self._kernels = KernelPool(self._start_kernel, spares=settings.kernel_prewarm)
+        #: Why kernels are not used although ipykernel is there (they cannot start within the memory limit).
+        self._kernels_refused: str | None = None
+        self._reaper: asyncio.Task[None] | None = None
+        #: The reaper's round of closing (shielded: stopping the reaper must not cut a close short).
+        self._expiring: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
         """Warm a worker per language in the background, so even the first call is fast. The
@@ -225,6 +260,23 @@ class CodePlane:
         code keeps no interpreter), and the pools keep one warm after that."""
         for pool in self._pools.values():
             pool.warm()
+
+    async def kernel_backend(self) -> bool:
+        """Whether Python sessions run on a Jupyter kernel (the sandbox's Python has ipykernel)."""
+        runtime = self._runtimes["python"]
+        if runtime.kernel is None:
+            await self._pools["python"].prepare()
+        return bool(runtime.kernel) and self._kernels_refused is None
+
+    async def _start_kernel(self) -> Kernel:
+        executable = self._runtimes["python"].executable or self._runtimes["python"].argv(self._env)[0]
+        limit = self.memory_limit_mb * 1024 * 1024 if self.memory_limit_mb else None
+        # matplotlib's inline backend (non-interactive): ``plt.show()`` displays the figure as image/png
+        env = {"MPLBACKEND": "module://matplotlib_inline.backend_inline", **self._env}
+        try:
+            return await Kernel.start(executable, env=env, cwd=self.default_cwd, memory_limit=limit)
+        except WorkerStartError as exc:
+            raise InterpreterUnavailable(str(exc)) from None
 
     async def _spawn(self, language: str, mode: str, cwd: str) -> Worker:
         runtime = self._runtimes[language]
@@ -241,7 +293,28 @@ class CodePlane:
             raise InterpreterUnavailable(str(exc)) from None
         runtime.executable = str(worker.info.get("executable") or runtime.executable)
         runtime.version = str(worker.info.get("version") or runtime.version)
+        if "ipykernel" in worker.info:
+            runtime.kernel = bool(worker.info["ipykernel"])
+            if runtime.kernel and self._kernels_refused is None:
+                self._kernels.warm()  # like the fork server: warm from the first Python call on
         return worker
+
+    async def _open(self, session: _Session) -> Worker | Kernel:
+        """A session's interpreter: a Jupyter kernel for Python where there is ipykernel, else a REPL."""
+        if session.language == "python" and await self.kernel_backend():
+            try:
+                kernel = await self._kernels.take()
+            except InterpreterUnavailable as exc:
+                if not self.memory_limit_mb:
+                    raise
+                # A kernel's threads alone may not fit a small AIO_CODE_MEMORY_LIMIT_MB: the REPL does.
+                self._kernels_refused = str(exc)
+                logger.warning("Python sessions run on the plane's own REPL: a kernel did not start: %s", exc)
+            else:
+                if session.cwd != self.default_cwd:
+                    await kernel.chdir(session.cwd)
+                return kernel
+        return await self._spawn(session.language, "inline", session.cwd)
 
     def _directory(self, cwd: str | None) -> str | None:
         if cwd is None or cwd == "":
@@ -311,11 +384,13 @@ class CodePlane:
                     await session.worker.close()  # after which its exit status is known
                     lost = None if session.loss_reported else _loss_note(session.worker)
                 session.worker = None
-                session.worker = await self._spawn(session.language, "inline", session.cwd)
+                session.worker = await self._open(session)
                 session.loss_reported = False
                 if lost is not None:
                     session.execution_count = 0
                     return _lost(session, code, lost)
+            if isinstance(session.worker, Kernel):
+                return await self._run_in_kernel(session, session.worker, code, seconds, cwd)
             outcome = await session.worker.run({"code": code, "cwd": cwd}, seconds)
             if cwd is not None:
                 session.cwd = cwd
@@ -332,6 +407,18 @@ class CodePlane:
                 kept=session.worker.alive,
                 memory_limit_mb=self.memory_limit_mb,
             )
+
+    async def _run_in_kernel(
+        self, session: _Session, kernel: Kernel, code: str, seconds: float, cwd: str | None
+    ) -> Execution:
+        if cwd is not None and cwd != session.cwd:
+            await kernel.chdir(cwd)
+            session.cwd = cwd
+        outcome = await kernel.execute(code, seconds)
+        session.execution_count = outcome.execution_count or session.execution_count + 1
+        session.last_used = time.time()
+        session.loss_reported = not kernel.alive  # this answer says so
+        return _kernel_execution(session, code, outcome, seconds, kernel, self.memory_limit_mb)
 
     # -- sessions --------------------------------------------------------------------------------
 
@@ -359,23 +446,37 @@ class CodePlane:
                 if existing.language != name:
                     raise InvalidCodeRequest(f"session {session_id!r} runs {existing.language}, not {name}")
                 return existing.info(), False
-        if len(self._sessions) >= self.max_sessions:
-            await self._evict_one_auto()
-        if len(self._sessions) >= self.max_sessions:
+        limit, setting = self.max_sessions, ""
+        if name == "python" and await self.kernel_backend():
+            limit, setting = min(limit, self.kernel_max_sessions), " (AIO_KERNEL_MAX_SESSIONS)"
+        if self._count(name, setting) >= limit:
+            await self._evict_one_auto(name if setting else None)
+        if self._count(name, setting) >= limit:
             raise SessionLimitReached(
-                f"session limit reached: {self.max_sessions} sessions are open; delete one to start another"
+                f"session limit reached: {limit} sessions are open{setting}; delete one to start another"
             )
-        session = _Session(session_id or str(uuid.uuid4()), name, directory, max_idle or SESSION_IDLE[name], auto=auto)
+        idle = max_idle or (self.kernel_idle if setting else SESSION_IDLE[name])
+        session = _Session(session_id or str(uuid.uuid4()), name, directory, idle, auto=auto)
         self._sessions[session.id] = session  # holds the slot while the interpreter starts
         try:
-            session.worker = await self._spawn(name, "inline", directory)
+            session.worker = await self._open(session)
         except BaseException:
             self._sessions.pop(session.id, None)
             raise
+        session.last_used = time.time()  # idle from now, not from before its interpreter started
+        self._start_reaper()
         return session.info(), True
 
-    async def _evict_one_auto(self) -> None:
-        idle = [s for s in self._sessions.values() if s.auto and not s.lock.locked()]
+    def _count(self, language: str, kernels: str) -> int:
+        """Sessions counted against the limit: all of them, or (kernels) the Python ones."""
+        return sum(1 for s in self._sessions.values() if not kernels or s.language == language)
+
+    async def _evict_one_auto(self, language: str | None = None) -> None:
+        idle = [
+            s
+            for s in self._sessions.values()
+            if s.auto and not s.lock.locked() and (language is None or s.language == language)
+        ]
         if idle:
             oldest = min(idle, key=lambda s: s.last_used)
             self._sessions.pop(oldest.id, None)
@@ -409,8 +510,11 @@ class CodePlane:
         directory = self._directory(cwd)
         if directory is not None:
             async with session.lock:
-                if session.worker is not None and session.worker.alive:
-                    await session.worker.run({"code": "", "cwd": directory}, 10.0)
+                worker = session.worker
+                if isinstance(worker, Kernel) and worker.alive:
+                    await worker.chdir(directory)
+                elif isinstance(worker, Worker) and worker.alive:
+                    await worker.run({"code": "", "cwd": directory}, 10.0)
                 session.cwd = directory
         if max_idle is not None:
             session.max_idle = max_idle
@@ -435,9 +539,25 @@ class CodePlane:
             raise CodeSessionNotFound(f"no session {session_id!r}")
         return session
 
+    def _start_reaper(self) -> None:
+        """Close idle sessions in the background too, not only when the next call looks: a kernel
+        holds tens of MiB, and an agent that went away makes no next call."""
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.create_task(self._reap())
+
+    async def _reap(self) -> None:
+        while self._sessions:
+            await asyncio.sleep(min(REAP_INTERVAL, *(s.max_idle for s in self._sessions.values())) / 2)
+            self._expiring = asyncio.ensure_future(self._expire_sessions())
+            await asyncio.shield(self._expiring)
+
     async def _expire_sessions(self) -> None:
         now = time.time()
-        idle = [s for s in self._sessions.values() if not s.lock.locked() and now - s.last_used > s.max_idle]
+        idle = [
+            s
+            for s in self._sessions.values()
+            if s.worker is not None and not s.lock.locked() and now - s.last_used > s.max_idle
+        ]
         for session in idle:
             self._sessions.pop(session.id, None)
         await asyncio.gather(*(_close_session(s) for s in idle))
@@ -517,8 +637,18 @@ class CodePlane:
     def active_sessions(self) -> int:
         return len(self._sessions)
 
+    @property
+    def spare_kernels(self) -> int:
+        return self._kernels.idle
+
     async def aclose(self) -> None:
-        await asyncio.gather(*(pool.aclose() for pool in self._pools.values()))
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        if self._expiring is not None:
+            await self._expiring
+        await asyncio.gather(*(pool.aclose() for pool in self._pools.values()), self._kernels.aclose())
         await self.delete_sessions()
 
 
@@ -545,7 +675,7 @@ def _how_it_ended(returncode: int | None) -> str:
     return f"exited with code {returncode}"
 
 
-def _loss_note(worker: Worker) -> str:
+def _loss_note(worker: Worker | Kernel) -> str:
     """Why a session's interpreter is gone, for the call that finds it dead."""
     return (
         f"the session's interpreter {_how_it_ended(worker.process.returncode)} after the last call, "
@@ -634,4 +764,56 @@ def _execution(
         result=reply.get("result"),
         error=error,
         session_id=session_id,
+        displays=tuple(reply.get("displays") or ()),
+    )
+
+
+def _kernel_execution(
+    session: _Session, code: str, outcome: KernelOutcome, seconds: float, kernel: Kernel, memory_limit_mb: int | None
+) -> Execution:
+    """A kernel's cell as an ``Execution``: its outputs in the kernel's order, the streams' text, the
+    result's bundle; a timeout or the kernel's death (the session's rule: lost, restarted) said so."""
+    outputs = list(outcome.outputs)
+    errors = [o for o in outputs if o["output_type"] == "error"]
+    error = CellError(errors[-1]["ename"], errors[-1]["evalue"], errors[-1]["traceback"]) if errors else None
+    results = [o for o in outputs if o["output_type"] == "execute_result"]
+    status = "error" if error is not None else "ok"
+    exit_code = 1 if error is not None else 0
+    if outcome.truncated:
+        note = f"[output truncated at {OUTPUT_CHARS} characters]\n"
+        outputs.append({"output_type": "stream", "name": "stderr", "text": note})
+    if outcome.timed_out:
+        status, exit_code = "timeout", -9 if outcome.reply is None else 1
+        note = f"Execution timed out after {seconds:g} second{'' if seconds == 1 else 's'}" + (
+            "; the cell was interrupted, the session keeps its state"
+            if kernel.alive
+            else "; the session's kernel was killed and its state is lost"
+        )
+        lines = error.traceback if error is not None else []  # the kernel's KeyboardInterrupt
+        error = CellError("TimeoutError", note, [*lines, f"TimeoutError: {note}"])
+        timeout = {"output_type": "error", "ename": error.ename, "evalue": note, "traceback": [error.traceback[-1]]}
+        outputs.append(timeout)
+    elif outcome.reply is None:
+        returncode = kernel.process.returncode
+        note = f"the kernel {_how_it_ended(returncode)}; the session will start a fresh kernel on its next call"
+        status, exit_code = "error", returncode if returncode is not None else -1
+        error = CellError("ProcessExited", note, [f"ProcessExited: {note}"])
+        if memory_limit_mb and _out_of_memory(error, returncode, ""):
+            error = _with_memory_hint(error, memory_limit_mb)
+        outputs.append(
+            {"output_type": "error", "ename": error.ename, "evalue": error.evalue, "traceback": error.traceback}
+        )
+    return Execution(
+        language=session.language,
+        code=code,
+        status=status,
+        stdout=outcome.stream("stdout"),
+        stderr="".join(o["text"] for o in outputs if o["output_type"] == "stream" and o["name"] == "stderr"),
+        exit_code=int(exit_code),
+        execution_count=session.execution_count,
+        result=dict(results[-1]["data"]) if results else None,
+        error=error,
+        session_id=session.id,
+        displays=tuple(o for o in outputs if o["output_type"] == "display_data"),
+        ordered=tuple(outputs),
     )

@@ -4,7 +4,8 @@ leftovers.
 Python: reusable fork servers (each call is a fresh fork, the server itself stays clean); one is kept
 warm and more are started when calls overlap. JavaScript: single-use ``node`` processes, started ahead
 of need and replaced in the background after each call. A pool starts nothing until its first call
-(or ``warm``): that call pays its worker's start-up."""
+(or ``warm``): that call pays its worker's start-up. Python sessions' Jupyter kernels come from a
+``KernelPool`` of started spares."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from .kernel import Kernel
 from .worker import Worker
 
 logger = logging.getLogger(__name__)
@@ -111,3 +113,60 @@ class WorkerPool:
         workers = [*self._idle, *self._busy]
         self._idle.clear()
         await asyncio.gather(*(worker.close() for worker in workers), *self._retiring, return_exceptions=True)
+
+
+class KernelPool:
+    """``spares`` started kernels waiting for the sessions to come (``AIO_KERNEL_PREWARM``): a new
+    session takes one and pays no kernel start-up; the pool refills in the background."""
+
+    def __init__(self, start: Callable[[], Awaitable[Kernel]], *, spares: int) -> None:
+        self._start = start
+        self._spares = spares
+        self._idle: list[Kernel] = []
+        self._refill: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def warm(self) -> None:
+        if self._closed or self._spares <= 0 or (self._refill is not None and not self._refill.done()):
+            return
+        if len(self._idle) < self._spares:
+            self._refill = asyncio.create_task(self._fill())
+
+    async def _fill(self) -> None:
+        while not self._closed and len(self._idle) < self._spares:
+            try:
+                kernel = await self._start()
+            except Exception as exc:  # reported to the session that needs one
+                logger.warning("could not start a spare kernel: %s", exc)
+                return
+            if self._closed:
+                await kernel.close()
+                return
+            self._idle.append(kernel)
+
+    async def take(self) -> Kernel:
+        """A started kernel: a spare (waiting for the one on its way), else one started now."""
+        if not self._idle and self._refill is not None and not self._refill.done():
+            await asyncio.shield(self._refill)
+        while self._idle:
+            kernel = self._idle.pop(0)
+            if kernel.alive:
+                self.warm()
+                return kernel
+            await kernel.close()
+        kernel = await self._start()
+        self.warm()
+        return kernel
+
+    @property
+    def idle(self) -> int:
+        return len(self._idle)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        if self._refill is not None:
+            self._refill.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refill
+        kernels, self._idle = self._idle, []
+        await asyncio.gather(*(kernel.close() for kernel in kernels), return_exceptions=True)
