@@ -128,7 +128,9 @@ def kernel_call(client: Any, code: str) -> Callable[[], None]:
             if message["parent_header"].get("msg_id") != msg_id:
                 continue
             kind, content = message["msg_type"], message["content"]
-            if kind == "stream":
+            if kind == "stream" and outputs and outputs[-1].get("name") == content["name"]:
+                outputs[-1]["text"] += content["text"]  # one stream split over messages, as a notebook merges it
+            elif kind == "stream":
                 outputs.append({"output_type": "stream", "name": content["name"], "text": content["text"]})
             elif kind == "display_data":
                 outputs.append({"output_type": kind, "data": content["data"]})
