@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from agent_sandbox import Sandbox
 from agent_sandbox.core.api_error import ApiError
@@ -113,6 +114,16 @@ def test_jupyter_stateless_and_kernel_names(client: Sandbox) -> None:
     with pytest.raises(ApiError) as bad_kernel:
         client.jupyter.execute_code(code="1", kernel_name="julia-1.9")
     assert bad_kernel.value.status_code == 400 and "available kernels" in bad_kernel.value.body["message"]
+
+
+def test_jupyter_outputs_carry_every_key(gateway: str) -> None:
+    """AIO's v1 shape: each output object has all nine keys, null where they do not apply."""
+    answer = httpx.post(f"{gateway}/v1/jupyter/execute", json={"code": "print('hi')\n1 + 1"}, timeout=60).json()
+    stream, result = answer["data"]["outputs"]
+    keys = {"output_type", "name", "text", "data", "metadata", "execution_count", "ename", "evalue", "traceback"}
+    assert stream.keys() == result.keys() == keys
+    assert stream["text"] == "hi\n" and stream["data"] is None and stream["traceback"] is None
+    assert result["data"]["text/plain"] == "2" and result["name"] is None and result["text"] is None
 
 
 def test_session_limit_is_a_clear_429(client: Sandbox) -> None:

@@ -87,6 +87,25 @@ def _envelope(execution: Execution, data: dict[str, Any]) -> dict[str, Any]:
     return failed(message, data)
 
 
+#: The keys every ``/v1/jupyter`` output object carries, ``null`` where they do not apply (AIO's v1
+#: shape: a client reads ``outputs[i].text`` or ``.data`` without branching on the type first).
+JUPYTER_OUTPUT_KEYS = (
+    "output_type",
+    "name",
+    "text",
+    "data",
+    "metadata",
+    "execution_count",
+    "ename",
+    "evalue",
+    "traceback",
+)
+
+
+def _dense(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{key: output.get(key) for key in JUPYTER_OUTPUT_KEYS} for output in outputs]
+
+
 def _code_data(execution: Execution) -> dict[str, Any]:
     return {
         "language": execution.language,
@@ -179,7 +198,7 @@ def router(planes: Planes) -> APIRouter:
             "session_id": execution.session_id,
             "status": execution.status,
             "execution_count": execution.execution_count,
-            "outputs": execution.outputs(),
+            "outputs": _dense(execution.outputs()),
             "code": execution.code,
         }
         return _envelope(execution, data)
