@@ -271,6 +271,9 @@ def test_every_program_stays_up_and_none_hits_the_read_only_root(pod: Pod) -> No
         # the live view's display stack runs where there is a browser to show
         "display": "RUNNING" if pod.browser else "STOPPED",
         "vnc": "RUNNING" if pod.browser else "STOPPED",
+        # and the desktop's session D-Bus and accessibility bus (/v2/computer) with it
+        "session-bus": "RUNNING" if pod.browser else "STOPPED",
+        "accessibility-bus": "RUNNING" if pod.browser else "STOPPED",
     }
     _, output = pod.box.exec("supervisorctl status", user="")
     states = {line.split()[0]: line.split()[1] for line in output.splitlines() if len(line.split()) > 1}

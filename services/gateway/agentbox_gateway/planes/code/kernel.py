@@ -162,18 +162,33 @@ class Kernel:
                     + (f": {detail}" if detail else "")
                 )
             msg_id = self._client.kernel_info()
-            with contextlib.suppress(Empty):
-                while True:
-                    reply = await self._client.get_shell_msg(timeout=_POLL * 2)
-                    if reply["parent_header"].get("msg_id") == msg_id:
-                        await self._drain_iopub()
-                        return
+            if await self._answered(msg_id) and await self._published(msg_id):
+                return
         raise WorkerStartError(f"{python} -m ipykernel_launcher did not answer within {START_TIMEOUT:.0f} s")
 
-    async def _drain_iopub(self) -> None:
+    async def _answered(self, msg_id: str) -> bool:
+        """Whether the shell reply to ``msg_id`` comes (other replies are skipped)."""
         with contextlib.suppress(Empty):
             while True:
-                await self._client.get_iopub_msg(timeout=0.05)
+                reply = await self._client.get_shell_msg(timeout=_POLL * 2)
+                if reply["parent_header"].get("msg_id") == msg_id:
+                    return True
+        return False
+
+    async def _published(self, msg_id: str) -> bool:
+        """Whether IOPub carries the kernel's idle status after ``msg_id``: only then is this client
+        subscribed (a ZeroMQ subscriber joins late, and what the kernel publishes before is lost, the
+        first cell's output with it). Earlier messages are drained on the way."""
+        with contextlib.suppress(Empty):
+            while True:
+                message = await self._client.get_iopub_msg(timeout=_POLL * 2)
+                if (
+                    message["parent_header"].get("msg_id") == msg_id
+                    and message["msg_type"] == "status"
+                    and message["content"].get("execution_state") == "idle"
+                ):
+                    return True
+        return False
 
     @property
     def alive(self) -> bool:
