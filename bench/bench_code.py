@@ -40,6 +40,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import bench_kernel
 from bench._harness import gateway, interleaved, print_latencies
 
 HEADERS = {"Accept": "application/json, text/event-stream"}
@@ -100,20 +101,11 @@ def _png_shown(outputs: list[dict[str, Any]]) -> None:
 
 @contextlib.contextmanager
 def kernel_client() -> Iterator[Any]:
-    """An ipykernel of this interpreter started by a ``KernelManager`` (matplotlib's inline backend, as
-    the gateway's kernels have it), and a blocking client that has had its ``kernel_info`` answer."""
-    from jupyter_client.manager import KernelManager
-
-    manager = KernelManager(kernel_name="python3")
-    manager.start_kernel(env={**os.environ, "MPLBACKEND": "module://matplotlib_inline.backend_inline"})
-    client = manager.client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=60)
+    """bench_kernel's ipykernel and client, with matplotlib's inline backend as the gateway's kernels have it."""
+    with bench_kernel.kernel_client(
+        {**os.environ, "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+    ) as client:
         yield client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
 
 
 def kernel_call(client: Any, code: str) -> Callable[[], None]:

@@ -27,7 +27,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,13 +63,13 @@ def rest_call(client: httpx.Client, url: str, session_id: str | None = None) -> 
 
 
 @contextlib.contextmanager
-def kernel_client() -> Iterator[Any]:
-    """An ipykernel started by a ``KernelManager`` (the interpreter running this script), and a
-    blocking client whose channels are up and whose kernel has answered ``kernel_info``."""
+def kernel_client(env: Mapping[str, str] | None = None) -> Iterator[Any]:
+    """An ipykernel started by a ``KernelManager`` (the interpreter running this script, with ``env``),
+    and a blocking client whose channels are up and whose kernel has answered ``kernel_info``."""
     from jupyter_client.manager import KernelManager
 
     manager = KernelManager(kernel_name="python3")
-    manager.start_kernel()
+    manager.start_kernel(**({"env": dict(env)} if env is not None else {}))
     client = manager.client()
     client.start_channels()
     try:

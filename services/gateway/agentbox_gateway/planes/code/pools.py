@@ -13,11 +13,36 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol, TypeVar
 
 from .kernel import Kernel
 from .worker import Worker
 
 logger = logging.getLogger(__name__)
+
+
+class _Spare(Protocol):
+    async def close(self) -> None: ...
+
+
+S = TypeVar("S", bound=_Spare)
+
+
+async def fill_spares(
+    idle: list[S], spares: int, start: Callable[[], Awaitable[S]], closed: Callable[[], bool], what: str
+) -> None:
+    """Start spares into ``idle`` until there are ``spares``; one that cannot start is left to the
+    call that needs it to report, one started as the pool closed is closed again."""
+    while not closed() and len(idle) < spares:
+        try:
+            spare = await start()
+        except Exception as exc:
+            logger.warning("could not start a spare %s: %s", what, exc)
+            return
+        if closed():
+            await spare.close()
+            return
+        idle.append(spare)
 
 
 class WorkerPool:
@@ -43,16 +68,7 @@ class WorkerPool:
             self._refill = asyncio.create_task(self._fill())
 
     async def _fill(self) -> None:
-        while not self._closed and len(self._idle) < self._spares:
-            try:
-                worker = await self._spawn()
-            except Exception as exc:  # a missing runtime is reported to the call that needs it
-                logger.warning("could not start a spare interpreter: %s", exc)
-                return
-            if self._closed:
-                await worker.close()
-                return
-            self._idle.append(worker)
+        await fill_spares(self._idle, self._spares, self._spawn, lambda: self._closed, "interpreter")
 
     async def prepare(self) -> None:
         """Make sure one worker is ready now, raising when it cannot start."""
@@ -133,16 +149,7 @@ class KernelPool:
             self._refill = asyncio.create_task(self._fill())
 
     async def _fill(self) -> None:
-        while not self._closed and len(self._idle) < self._spares:
-            try:
-                kernel = await self._start()
-            except Exception as exc:  # reported to the session that needs one
-                logger.warning("could not start a spare kernel: %s", exc)
-                return
-            if self._closed:
-                await kernel.close()
-                return
-            self._idle.append(kernel)
+        await fill_spares(self._idle, self._spares, self._start, lambda: self._closed, "kernel")
 
     async def take(self) -> Kernel:
         """A started kernel: a spare (waiting for the one on its way), else one started now."""
