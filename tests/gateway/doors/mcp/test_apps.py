@@ -133,6 +133,12 @@ async def test_previews_get_a_grant_each(client: Client, apps_gateway: tuple[str
     # One port's grant opens its /proxy/<port>/ only.
     other = next(p for p in previews if p != port) if len(previews) > 1 else port + 1
     assert shared_http.get(f"{url}{granted[port]}/proxy/{other}/", headers=FOREIGN).status_code == 401
+    # The app's own answer, on the gateway's origin, runs in an opaque origin: it can never act with the
+    # person's cookie, nor reach past its grant (which mints nothing: /mcp is outside its prefix).
+    page = shared_http.get(f"{url}{granted[port]}/proxy/{port}/", headers=FOREIGN)
+    assert page.status_code == 200 and page.headers["content-security-policy"].startswith("sandbox")
+    mint = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sandbox_get_context"}}
+    assert shared_http.post(f"{url}{granted[port]}/mcp", json=mint, headers=FOREIGN).status_code == 401
 
 
 @pytest.mark.parametrize("key", ["", KEY])
