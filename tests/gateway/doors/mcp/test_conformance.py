@@ -84,8 +84,7 @@ TASK_SCENARIOS = {
 
 @pytest.fixture(scope="module")
 def fixtures_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A gateway aggregating the suite's task fixtures, listed once (a stateless client calls tools
-    without listing; the gateway routes what it has listed)."""
+    """A gateway aggregating the suite's task fixtures, each published under its own name (checked)."""
     with serve_app(fixtures_app()) as fixtures:
         settings = replace(
             isolated_settings(tmp_path_factory.mktemp("skills")), mcp_servers=upstreams(f"{fixtures}/mcp")
