@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 
 from agentbox_gateway.app import build_app
 from agentbox_gateway.doors.mcp.apps import LIVE_VIEW_URI, PREVIEW_URI, TERMINAL_URI
@@ -112,7 +113,12 @@ def test_a_preview_renders_in_a_hosts_sandboxed_frame(
         def ran() -> bool:
             inner = app.content_frame()
             script = "(document.getElementById('hello') || {dataset: {}}).dataset.ran === 'yes'"
-            return inner is not None and inner.url.endswith(f"/proxy/{listening_app}/") and inner.evaluate(script)
+            if inner is None or not inner.url.endswith(f"/proxy/{listening_app}/"):
+                return False
+            try:
+                return bool(inner.evaluate(script))
+            except PlaywrightError:  # the frame is still navigating (to this port's page): look again
+                return False
 
         wait_for(ran, "the app's page and script load in the view")
         view = [url for url in requests if not url.startswith((host, "about:", "data:"))]
